@@ -1,0 +1,1 @@
+"""Experiment configs: `get_config(arg)` per experiment; pure data, no jax."""

@@ -1,0 +1,81 @@
+"""Shared config helpers: argument parsing, the training keys, locking.
+
+`--config configs/x.py:quick,smoke` passes "quick,smoke" to `get_config`; `parse_arg`
+turns it into typed fields (big_vision's `parse_arg`).
+"""
+
+import ml_collections
+
+
+def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
+  """Parses 'a=1,flag,variant=quick' against `defaults` (which fix names and types).
+
+  A bare name sets a bool default to True; a bare name that is not a bool default is taken
+  as the value of `variant` when there is one (so ':quick' means ':variant=quick').
+
+  Raises:
+    ValueError: naming an unknown key or a value of the wrong type.
+  """
+  result = ml_collections.ConfigDict(defaults)
+  for item in filter(None, (arg or "").split(",")):
+    key, eq, value = item.partition("=")
+    key = key.strip()
+    if not eq:
+      if isinstance(defaults.get(key), bool):
+        result[key] = True
+        continue
+      if "variant" in defaults:
+        key, value = "variant", item.strip()
+      else:
+        raise ValueError(
+          f"unknown config argument {item!r}; known: {sorted(defaults)}"
+        )
+    if key not in defaults:
+      raise ValueError(
+        f"unknown config argument {key!r}; known: {sorted(defaults)}"
+      )
+    kind = type(defaults[key])
+    try:
+      if kind is bool:
+        if value.lower() not in ("true", "false", "1", "0"):
+          raise ValueError(value)
+        result[key] = value.lower() in ("true", "1")
+      else:
+        result[key] = kind(value)
+    except ValueError:
+      raise ValueError(
+        f"config argument {key}={value!r} is not a valid {kind.__name__}"
+      ) from None
+  return result
+
+
+def train_config(**overrides) -> ml_collections.ConfigDict:
+  """The keys `lib.train.train` reads, with overrides."""
+  config = ml_collections.ConfigDict(
+    dict(
+      seed=0,
+      num_steps=1000,
+      log_every=100,  # steps per device call (lax.scan) and per metrics line
+      checkpoint_every=1000,  # a multiple of log_every
+      keep_checkpoints=2,
+      eval_every=0,  # 0: evaluate at the end only; else a multiple of log_every
+      mesh_data=-1,  # devices on the `data` axis; -1: all
+    )
+  )
+  for key, value in overrides.items():
+    if key not in config:
+      raise ValueError(f"unknown training key {key!r}")
+    config[key] = value
+  return config
+
+
+def check_variant(variant: str, known) -> None:
+  """Raises ValueError unless `variant` is one of `known`."""
+  if variant not in known:
+    raise ValueError(f"unknown variant {variant!r}; known: {sorted(known)}")
+
+
+def lock(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """Locks `config` so that a typo in an override fails, naming the key."""
+  config.lock()
+  return config

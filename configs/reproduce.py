@@ -1,0 +1,22 @@
+r"""The reproduce report: run every registered paper claim at its quick scale.
+
+Run (the main job; a few minutes per paper on a 2-core CPU):
+  python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
+A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
+separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, only="", smoke=False)
+  config = ml_collections.ConfigDict()
+  config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
+  config.smoke = (
+    arg.smoke
+  )  # Append ',smoke' to every experiment's config argument.
+  config.timeout_per_run = 3600  # seconds
+  return common.lock(config)

@@ -1,0 +1,1 @@
+"""absl binaries: `python -m experiments.<name> --config configs/<name>.py[:arg] --workdir DIR`."""

@@ -1,0 +1,270 @@
+"""Adam is more resistant to simplicity bias than GD (Vasudeva et al., NeurIPS 2025).
+
+Trains the two-layer ReLU network with fixed balanced outer weights on the Gaussian
+clusters of Eq. (1) with full-batch GD, Adam (beta1 = beta2 = 0.9999) and signGD, then reads
+off what the paper predicts: GD's boundary is the linear rule sign(x1); Adam's bends towards
+the piecewise-linear Bayes boundary (slopes +-1/omega) and is more accurate. A second task,
+patch-coloured digits, measures worst-group accuracy of SGD vs Adam under a spurious feature.
+
+Run: python -m experiments.simplicity_bias --config configs/simplicity_bias.py:quick \
+  --workdir runs/simplicity_bias
+"""
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import logging
+
+from experiments import _cli
+from lib import data as data_lib
+from lib import optim as optim_lib
+from lib import train as train_lib
+from lib.core import rng
+from lib.models import two_layer
+
+
+def make_optimizer(name: str, config) -> optax.GradientTransformation:
+  o = config.optim
+  if name == "gd":
+    return optax.sgd(o.gd_lr)
+  if name == "adam":
+    return optax.adam(o.adam_lr, b1=o.adam_b1, b2=o.adam_b2, eps=o.adam_eps)
+  if name == "signgd":
+    return optim_lib.sign_gd(config.signgd_lr)
+  raise ValueError(f"unknown optimizer {name!r} in config.optimizers")
+
+
+def cluster_data(config) -> dict:
+  """Train and test sets of Eq. (1), drawn from the config seed."""
+  d = config.data
+  root = rng.root_key(config.train.seed)
+  sample = functools.partial(
+    data_lib.sample_gaussian_clusters,
+    mu=d.mu,
+    omega=d.omega,
+    sx=d.sx,
+    sy=d.sy,
+    d=d.d,
+    sz=d.sz,
+  )
+  x, y = sample(rng.stream(root, "train_data"), d.n)
+  x_test, y_test = sample(rng.stream(root, "test_data"), d.n_test)
+  return {"x": x, "y": y, "x_test": x_test, "y_test": y_test}
+
+
+def cluster_task(config, data) -> train_lib.Task:
+  a = two_layer.outer_weights(config.model.m)
+
+  def init_fn(key):
+    return two_layer.init_two_layer(
+      key, d=config.data.d, m=config.model.m, alpha=config.model.alpha
+    )
+
+  def loss_fn(params, batch, key):
+    del key
+    logits = two_layer.two_layer_relu(params["W"], a, batch["x"])
+    return two_layer.logistic_loss(logits, batch["y"]), {
+      "train_acc": jnp.mean(jnp.sign(logits) == batch["y"])
+    }
+
+  def batch_fn(data, key, step):
+    del key, step
+    return {"x": data["x"], "y": data["y"]}
+
+  def eval_fn(params, data):
+    pred = jnp.sign(two_layer.two_layer_relu(params["W"], a, data["x_test"]))
+    return {
+      "test_acc": jnp.mean(pred == data["y_test"]),
+      "agree_sign_x1": jnp.mean(pred == jnp.sign(data["x_test"][:, 0])),
+      "neuron_mass": two_layer.neuron_mass(params["W"]),
+    }
+
+  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+
+
+def analytic_accuracies(config, data) -> dict:
+  """Monte-Carlo accuracies of the fixed predictors on the test set (spec A.3)."""
+  d = config.data
+  x, y = data["x_test"], data["y_test"]
+  bayes = data_lib.bayes_logodds(x, mu=d.mu, omega=d.omega, sy=d.sy)
+  acc = lambda score: float(jnp.mean(jnp.sign(score) == y))
+  return {
+    "bayes": acc(bayes),
+    "linear_sign_x1": acc(x[:, 0]),
+    "signgd_rule": acc(3 * x[:, 0] + jnp.abs(x[:, 1])),
+    "bayes_piecewise": acc(d.omega * x[:, 0] + jnp.abs(x[:, 1])),
+  }
+
+
+def boundary_figure(path, config, data, weights: dict) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  d = config.data
+  grid = jnp.linspace(-0.8, 0.8, 321)
+  g1, g2 = jnp.meshgrid(grid, grid)
+  pts = jnp.stack([g1.ravel(), g2.ravel()], -1)
+  pts = jnp.pad(pts, ((0, 0), (0, d.d - 2)))
+  a = two_layer.outer_weights(config.model.m)
+  panels = {
+    name.upper(): two_layer.two_layer_relu(W, a, pts)
+    for name, W in weights.items()
+  }
+  panels["Bayes"] = data_lib.bayes_logodds(pts, mu=d.mu, omega=d.omega, sy=d.sy)
+  x, y = np.asarray(data["x"][:1500]), np.asarray(data["y"][:1500])
+  fig, axes = plt.subplots(
+    1, len(panels), figsize=(4 * len(panels), 4), sharey=True
+  )
+  for ax, (title, score) in zip(axes, panels.items()):
+    ax.scatter(x[:, 0], x[:, 1], c=y, s=3, cmap="coolwarm", alpha=0.5)
+    ax.contour(
+      g1, g2, np.asarray(score).reshape(g1.shape), levels=[0.0], colors="k"
+    )
+    ax.axvline(0.0, color="grey", lw=0.5, ls=":")
+    ax.set_title(f"{title} decision boundary")
+    ax.set_xlabel("x1")
+  axes[0].set_ylabel("x2")
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def run_clusters(config, workdir) -> tuple[dict, dict]:
+  data = cluster_data(config)
+  results = {"analytic": analytic_accuracies(config, data)}
+  weights = {}
+  a = two_layer.outer_weights(config.model.m)
+  for name in config.optimizers:
+    state, history = train_lib.train(
+      cluster_task(config, data),
+      make_optimizer(name, config),
+      workdir=os.path.join(workdir, name),
+      config=config.train,
+      name=name,
+    )
+    W = state.params["W"]
+    weights[name] = W
+    f = lambda p, W=W: two_layer.two_layer_relu(
+      W, a, jnp.pad(p, ((0, 0), (0, config.data.d - 2)))
+    )
+    final = history[-1]
+    results[name] = {
+      "train_loss": final["loss"],
+      "test_acc": final["test_acc"],
+      "agree_sign_x1": final["agree_sign_x1"],
+      "neuron_mass": final["neuron_mass"],
+      "boundary_x1_pos": float(
+        two_layer.boundary_crossing(f, config.boundary_x2)
+      ),
+      "boundary_x1_neg": float(
+        two_layer.boundary_crossing(f, -config.boundary_x2)
+      ),
+    }
+    logging.info("%s: %s", name, results[name])
+  if "gd" in results and "adam" in results:
+    results["acc_gap"] = results["adam"]["test_acc"] - results["gd"]["test_acc"]
+  boundary_figure(
+    os.path.join(workdir, "boundaries.png"),
+    config,
+    data,
+    {k: v for k, v in weights.items() if k in ("gd", "adam")},
+  )
+  return results
+
+
+def spurious_task(sc, data, *, seed_offset: int = 0) -> train_lib.Task:
+  del seed_offset
+  d = data["x_train"].shape[1]
+  a = two_layer.outer_weights(sc.width)
+
+  def init_fn(key):
+    return two_layer.init_two_layer(key, d=d, m=sc.width, alpha=sc.alpha)
+
+  def loss_fn(params, batch, key):
+    del key
+    logits = two_layer.two_layer_relu(params["W"], a, batch["x"])
+    return two_layer.logistic_loss(logits, batch["y"]), {}
+
+  def batch_fn(data, key, step):
+    del step
+    idx = jax.random.randint(key, (sc.batch_size,), 0, data["x_train"].shape[0])
+    return {"x": data["x_train"][idx], "y": data["y_train"][idx]}
+
+  def eval_fn(params, data):
+    correct = (
+      jnp.sign(two_layer.two_layer_relu(params["W"], a, data["x_test"]))
+      == data["y_test"]
+    )
+    groups = data["group_test"]
+    per_group = jnp.stack(
+      [
+        jnp.sum(jnp.where(groups == g, correct, False))
+        / jnp.maximum(jnp.sum(groups == g), 1)
+        for g in range(4)
+      ]
+    )
+    return {
+      "test_acc": jnp.mean(correct),
+      "worst_group_acc": jnp.min(per_group),
+    }
+
+  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+
+
+def run_spurious(config, workdir) -> dict:
+  sc = config.spurious
+  data = data_lib.make_patch_digits(
+    train_correlation=sc.train_correlation,
+    test_fraction=sc.test_fraction,
+    patch_value=sc.patch_value,
+    seed=config.train.seed,
+  )
+  opts = {"sgd": optax.sgd(sc.sgd_lr), "adam": optax.adam(sc.adam_lr)}
+  results = {}
+  for name, tx in opts.items():
+    runs = []
+    for seed in range(sc.seeds):
+      train_cfg = config.train.copy_and_resolve_references()
+      train_cfg.unlock()
+      train_cfg.update(
+        seed=config.train.seed + seed,
+        num_steps=sc.num_steps,
+        log_every=min(sc.num_steps, 500),
+        checkpoint_every=sc.num_steps,
+        eval_every=0,
+      )
+      _, history = train_lib.train(
+        spurious_task(sc, data),
+        tx,
+        workdir=os.path.join(workdir, "spurious", f"{name}_seed{seed}"),
+        config=train_cfg,
+        name=f"spurious/{name}/{seed}",
+      )
+      runs.append(history[-1])
+    results[name] = {
+      key: float(np.mean([r[key] for r in runs]))
+      for key in ("loss", "test_acc", "worst_group_acc")
+    }
+  results["worst_group_gap"] = (
+    results["adam"]["worst_group_acc"] - results["sgd"]["worst_group_acc"]
+  )
+  return results
+
+
+def run(config, workdir) -> dict:
+  train_lib.prepare_workdir(workdir)
+  train_lib.write_config(workdir, config)
+  results = run_clusters(config, workdir)
+  if config.spurious.enabled:
+    results["spurious"] = run_spurious(config, workdir)
+  return train_lib.write_results(workdir, results)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

@@ -1,0 +1,27 @@
+"""Error types for bad input. The experiment CLI prints a `UserError` as one line."""
+
+
+class UserError(Exception):
+  """Base class of errors caused by the user's input, not by a bug."""
+
+
+class ConfigError(UserError, ValueError):
+  """A config value is missing, unknown, of the wrong type or out of range."""
+
+
+class ShapeError(UserError, ValueError):
+  """An array has a shape the operation cannot take."""
+
+
+class NonFiniteError(UserError, FloatingPointError):
+  """A loss, gradient or input is NaN or infinite."""
+
+
+class WorkdirError(UserError, OSError):
+  """The working directory cannot be created or written."""
+
+
+def check(condition: bool, error_type: type[UserError], message: str) -> None:
+  """Raises `error_type(message)` unless `condition` holds (host-side check)."""
+  if not condition:
+    raise error_type(message)

@@ -1,0 +1,49 @@
+"""Bad input at the command line ends with a one-line error naming the problem."""
+
+import pytest
+
+from tests.helpers import run_binary
+
+_SMOKE = ("--config=configs/simplicity_bias.py:quick,smoke",)
+_FAST = ("--config.spurious.enabled=false", "--config.optimizers=('gd',)")
+
+
+def _last_line(proc):
+  lines = [line for line in proc.stderr.splitlines() if line.strip()]
+  return lines[-1] if lines else ""
+
+
+@pytest.mark.parametrize(
+  "extra,expected",
+  [
+    (("--config.train.lerning_rate=1",), "unknown config key 'lerning_rate'"),
+    (("--config.train.num_steps=abc",), "--config.train.num_steps=abc"),
+    (("--config.optim.gd_lr=1e39", *_FAST), "non-finite loss (nan) at step 2"),
+  ],
+  ids=["unknown_key", "wrong_type", "non_finite"],
+)
+def test_one_line_errors(tmp_path, extra, expected):
+  proc = run_binary(
+    "experiments.simplicity_bias", *_SMOKE, f"--workdir={tmp_path}", *extra
+  )
+  assert proc.returncode != 0
+  last = _last_line(proc)
+  assert last.startswith("error: ") and expected in last, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr
+
+
+def test_unwritable_workdir_and_missing_config(tmp_path):
+  blocker = tmp_path / "file"
+  blocker.write_text("x")
+  proc = run_binary(
+    "experiments.simplicity_bias", *_SMOKE, f"--workdir={blocker}/run"
+  )
+  assert proc.returncode != 0
+  assert "is not writable" in _last_line(proc)
+  proc = run_binary(
+    "experiments.simplicity_bias",
+    "--config=configs/no_such_config.py",
+    f"--workdir={tmp_path}",
+  )
+  assert proc.returncode != 0
+  assert "No such file" in _last_line(proc) and "Traceback" not in proc.stderr

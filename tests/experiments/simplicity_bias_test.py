@@ -1,0 +1,63 @@
+"""The minimal CPU experiment of spec E.A: GD learns sign(x1), Adam bends towards Bayes."""
+
+import os
+
+import numpy as np
+import pytest
+
+from configs import simplicity_bias as config_lib
+from experiments import simplicity_bias
+from lib.core import mesh as mesh_lib
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory):
+  config = config_lib.get_config("quick")
+  with config.unlocked():
+    config.spurious.enabled = False
+    config.optimizers = ("gd", "adam")
+  workdir = str(tmp_path_factory.mktemp("sb_quick"))
+  return simplicity_bias.run(config, workdir), workdir
+
+
+def test_gd_learns_the_linear_rule(quick_results):
+  r, _ = quick_results
+  gd = r["gd"]
+  assert gd["agree_sign_x1"] >= 0.995
+  assert abs(gd["boundary_x1_pos"]) <= 0.02
+  assert gd["neuron_mass"] <= 0.05
+  assert gd["test_acc"] == pytest.approx(0.9938, abs=0.002)
+
+
+def test_adam_is_richer_and_more_accurate(quick_results):
+  r, workdir = quick_results
+  adam = r["adam"]
+  assert -0.14 <= adam["boundary_x1_pos"] <= -0.06
+  assert adam["neuron_mass"] >= 0.4
+  assert adam["agree_sign_x1"] <= 0.997
+  assert adam["test_acc"] >= 0.998
+  assert r["acc_gap"] >= 0.004
+  assert os.path.exists(os.path.join(workdir, "boundaries.png"))
+
+
+def test_one_device_matches_eight(tmp_path):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.spurious.enabled = False
+    config.optimizers = ("adam",)
+  data = simplicity_bias.cluster_data(config)
+  import optax
+
+  from lib import train as train_lib
+
+  losses = {}
+  for n in (1, 8):
+    _, history = train_lib.train(
+      simplicity_bias.cluster_task(config, data),
+      optax.adam(1e-3),
+      workdir=str(tmp_path / f"d{n}"),
+      config=config.train,
+      mesh=mesh_lib.make_data_mesh(n),
+    )
+    losses[n] = [h["loss"] for h in history]
+  np.testing.assert_allclose(losses[1], losses[8], rtol=1e-5)
