@@ -1,0 +1,87 @@
+r"""HNS H1: 1D advection, train t <= 4, roll out to t = 20 (5x extrapolation).
+
+Run (the CPU reproduction, ~1.2 min of CPU on 2 cores):
+  python -m experiments.hns_advection --config configs/hns_advection.py:quick \
+    --workdir runs/hns_advection
+Variants: (default) the paper's setting (n_x 128, 1024 train / 256 validation,
+  HNS local FiLM SIREN 32 x 4, central-difference J); quick: the spec's CPU
+  experiment (n_x 64, 256 / 16 rolled out, SIREN kernel without FiLM,
+  spectral J); add ',smoke' for a
+  seconds-long run (tests).
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  common.check_variant(arg.variant, ("paper", "quick"))
+  config = ml_collections.ConfigDict()
+  config.variant = arg.variant
+  config.pde_name = "advection"
+  # Paper: [0, 16], n_x 128, dt 0.02, train t in [0, 4], validate to t = 20;
+  # IC sum of J = 5 sines, A ~ U[-0.5, 0.5], l in {1, 2, 3}.
+  config.pde = dict(
+    n_x=128,
+    length=16.0,
+    dt=0.02,
+    train_steps=200,  # frames after t = 0 in training trajectories
+    rollout_steps=1000,
+    num_train=1024,
+    num_val=256,
+    num_modes=5,
+    max_amplitude=0.5,
+    max_wavenumber=3,
+  )
+  # Paper: nonlinear kernel, local FiLM MLP [32, 32], SIREN 32 x 4, proj 32.
+  config.hns = dict(
+    width=32,
+    num_layers=4,
+    proj_dim=32,
+    kernel_type="nonlinear",
+    film="local",
+    film_hidden=(32, 32),
+    film_kernel_size=3,
+    omega0=1.0,
+  )
+  # J = d/dx stencil in the HNS rollout (paper: 2nd-order central); label
+  # and metric stencils (advection labels need none: dH/du = u).
+  config.j_stencil = "central"
+  config.label_stencil = "central"
+  config.h_stencil = "central"
+  # Baselines: du/dt CNN (AB2, Richardson labels) and a next-step CNN.
+  config.baselines = ("derivative_cnn", "next_step_cnn")
+  config.cnn = dict(channels=(32, 32, 32, 32), kernel_size=5)
+  config.batch_size = 32
+  # Paper: AdamW lr 1e-5 (HNS) / 1e-4 (baselines), wd 1e-3, ~100 epochs.
+  # With far fewer CPU steps we use lr 2e-3 -> cosine decay (spec, ours).
+  config.lr = 2e-3
+  config.weight_decay = 1e-3
+  config.warmup_steps = 50
+  config.num_plot = 1  # validation trajectory shown in the space-time figure
+  config.train = common.train_config(
+    num_steps=20_000, log_every=500, checkpoint_every=5000
+  )
+  if arg.variant == "quick":
+    config.pde.update(n_x=64, num_train=256, num_val=16)
+    # The FiLM MLP's 32 -> 2 x 160 output layer triples the cost of a step;
+    # without it (the paper's "+ nonlinear + SIREN" ablation) the kernel
+    # reaches a lower loss in 1.5k steps on CPU (measured: rollout 0.0024 vs
+    # 0.029 with local FiLM at equal steps).
+    config.hns.film = "none"
+    # At n_x = 64 the central J's phase error alone (~(k dx)^2/6) gives a
+    # rollout error ~0.09 by t = 20; the spectral J removes it.
+    config.j_stencil = "spectral"
+    config.train.update(num_steps=1500, log_every=250, checkpoint_every=1500)
+  if arg.smoke:
+    config.pde.update(
+      n_x=32, num_train=16, num_val=8, train_steps=20, rollout_steps=16
+    )
+    config.hns.update(width=8, num_layers=2, proj_dim=8, film_hidden=(8,))
+    config.cnn.update(channels=(8, 8))
+    config.batch_size = 8
+    config.warmup_steps = 2
+    config.train.update(num_steps=10, log_every=10, checkpoint_every=10)
+  return common.lock(config)

@@ -1,0 +1,78 @@
+r"""Quartet: tiny-Llama LM training with MXFP4 linears vs a high-precision baseline.
+
+Run (the CPU reproduction, a few minutes on 2 cores):
+  python -m experiments.quartet_llm --config configs/quartet_llm.py:quick \
+    --workdir runs/quartet_llm
+Variants: (default) the paper's 30M setting (6 layers, d 640, 5 heads, seq 512,
+  batch 512, 0.75 B tokens = D/N 25; bytes instead of C4 tokens: a GPU job);
+  quick: a 0.4M-parameter model on the stdlib byte corpus (CPU);
+  add ',smoke' for a seconds-long run (tests).
+Methods (config.methods): bf16 (baseline: the same layers, quantization off),
+  quartet (QuEST fwd + SR bwd),
+  quest_fwd_only, sr_bwd_only, rtn_bwd (QuEST fwd + RTN bwd), absmax_fwd
+  (absmax x 3/4 RTN fwd + SR bwd), absmax_rtn (absmax RTN everywhere).
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  common.check_variant(arg.variant, ("paper", "quick"))
+  config = ml_collections.ConfigDict()
+  config.variant = arg.variant
+
+  # Byte-level corpus: "" = the Python stdlib sources; or a text dir / file /
+  # .npy token file of the user's.
+  config.data = dict(
+    path="",
+    max_bytes=0,
+    val_fraction=0.02,
+    seq_len=512,
+    batch_size=512,
+    eval_windows=256,
+  )
+  # Paper 30M model (main_setup.sh): 6 layers, d 640, 5 heads, lr 1.2e-3.
+  config.model = dict(d_model=640, n_layers=6, n_heads=5, mlp_hidden=1728)
+  config.optim = dict(
+    learning_rate=1.2e-3,
+    warmup_fraction=0.1,
+    weight_decay=0.1,
+    b1=0.9,
+    b2=0.95,
+    grad_clip=1.0,
+  )
+  config.methods = (
+    "bf16",
+    "quartet",
+    "quest_fwd_only",
+    "sr_bwd_only",
+    "absmax_rtn",
+  )
+  config.rerotate = True
+  config.implementation = ""  # "" (auto) | "xla" | "pallas"
+  config.train = common.train_config(
+    num_steps=2861, log_every=50, checkpoint_every=500, eval_every=500
+  )
+
+  if arg.variant == "quick":
+    config.data.update(
+      max_bytes=3_000_000, seq_len=128, batch_size=8, eval_windows=64
+    )
+    config.model.update(d_model=128, n_layers=2, n_heads=4, mlp_hidden=352)
+    config.optim.learning_rate = 1.2e-3  # the paper's 30M learning rate
+    config.train.update(
+      num_steps=200, log_every=25, checkpoint_every=200, eval_every=0
+    )
+  if arg.smoke:
+    config.data.update(
+      max_bytes=200_000, seq_len=32, batch_size=8, eval_windows=8
+    )
+    config.model.update(d_model=64, n_layers=1, n_heads=2, mlp_hidden=96)
+    config.methods = ("bf16", "quartet")
+    config.train.update(
+      num_steps=4, log_every=2, checkpoint_every=4, eval_every=0
+    )
+  return common.lock(config)

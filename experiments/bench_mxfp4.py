@@ -1,0 +1,159 @@
+"""Quartet MXFP4 benchmark: ratios measured side by side in one run.
+
+* linear: Quartet linear (QuEST fwd, SR bwd, all GEMMs MXFP4) fwd+bwd time over
+  a dense fp32/bf16 linear's (on a CPU or Hopper there is no FP4 MMA, so this
+  is the emulation overhead, > 1; the paper's speedups need Blackwell).
+* quantize: fused rotate + quantize throughput in GB/s of input read.
+* gemm: MXFP4 GEMM over packed operands (XLA dequant+dot, and the Pallas
+  dequant-GEMM where listed) time over a bf16 `jnp.dot` of the same shape.
+* errors: relative squared errors of the Quartet linear layer against the
+  exact fp64 product on Gaussian data (the authors' notebook asserts y ~ 5.7e-2
+  and dX/dW ~ 1.2e-1 with an RTN backward), with a speed number alongside.
+
+Run: python -m experiments.bench_mxfp4 --config configs/bench_mxfp4.py:quick \
+  --workdir runs/bench_mxfp4
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+
+from experiments import _cli
+from lib import quant
+from lib import train as train_lib
+from pallas_kernels.mxfp4 import ops
+
+
+def _time(fn, *args, repeats: int) -> float:
+  """Median wall seconds of a jitted call (after one warm-up/compile call)."""
+  jax.block_until_ready(fn(*args))
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - t0)
+  return float(np.median(times))
+
+
+def _linear_fwd_bwd(linear_fn):
+  def f(x, w, e, key):
+    y, vjp = jax.vjp(lambda x, w: linear_fn(x, w, key), x, w)
+    return y, *vjp(e)
+
+  return jax.jit(f)
+
+
+def bench_linear(config, dtype) -> dict:
+  out = {}
+  for t, k, n in config.linear_shapes:
+    keys = jax.random.split(jax.random.key(config.seed), 4)
+    x = jax.random.normal(keys[0], (t, k), dtype)
+    w = jax.random.normal(keys[1], (n, k), dtype)
+    e = jax.random.normal(keys[2], (t, n), dtype)
+    dense = _linear_fwd_bwd(lambda x, w, key: x @ w.T)
+    quartet = _linear_fwd_bwd(quant.quartet_linear)
+    td = _time(dense, x, w, e, keys[3], repeats=config.repeats)
+    tq = _time(quartet, x, w, e, keys[3], repeats=config.repeats)
+    out[f"T{t}_K{k}_N{n}"] = {
+      "dense_ms": 1e3 * td,
+      "quartet_ms": 1e3 * tq,
+      "quartet_over_dense": tq / td,
+    }
+    logging.info("linear %s: %s", (t, k, n), out[f"T{t}_K{k}_N{n}"])
+  return out
+
+
+def bench_quantize(config) -> dict:
+  x = jax.random.normal(jax.random.key(config.seed), config.quantize_shape)
+  gb = x.size * 4 / 1e9
+  quest = jax.jit(lambda x: ops.quantize_quest(x))
+  sr = jax.jit(
+    lambda x: ops.quantize_absmax(
+      x, signs=quant.random_signs(jax.random.key(1)), seed=jnp.uint32(1)
+    )
+  )
+  return {
+    "quest_gbps": gb / _time(quest, x, repeats=config.repeats),
+    "absmax_sr_gbps": gb / _time(sr, x, repeats=config.repeats),
+  }
+
+
+def bench_gemm(config) -> dict:
+  out = {}
+  for m, k, n in config.gemm_shapes:
+    ka, kb = jax.random.split(jax.random.key(config.seed))
+    a32, b32 = jax.random.normal(ka, (m, k)), jax.random.normal(kb, (n, k))
+    a, _ = ops.quantize_quest(a32)
+    b, _ = ops.quantize_quest(b32)
+    a16, b16 = a32.astype(jnp.bfloat16), b32.astype(jnp.bfloat16)
+    bf16 = jax.jit(
+      lambda a, b: jnp.dot(a, b.T, preferred_element_type=jnp.float32)
+    )
+    t_ref = _time(bf16, a16, b16, repeats=config.repeats)
+    row = {"bf16_ms": 1e3 * t_ref, "tflops_bf16": 2 * m * n * k / t_ref / 1e12}
+    for impl in config.gemm_implementations:
+      fn = jax.jit(
+        lambda a, b, impl=impl: ops.mx_matmul(a, b, implementation=impl)
+      )
+      try:
+        t = _time(fn, a, b, repeats=config.repeats)
+      except Exception as e:  # noqa: BLE001 (report, do not die: e.g. no Triton)
+        row[f"{impl}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        continue
+      row[f"{impl}_ms"] = 1e3 * t
+      row[f"{impl}_over_bf16"] = t / t_ref
+    out[f"M{m}_K{k}_N{n}"] = row
+    logging.info("gemm %s: %s", (m, k, n), row)
+  return out
+
+
+def linear_errors(config) -> dict:
+  """Relative squared errors of y, dX, dW vs fp64 (x, W, e ~ N(0, 1))."""
+  t, k, n = config.error_shape
+  keys = jax.random.split(jax.random.key(config.seed), 4)
+  x = jax.random.normal(keys[0], (t, k))
+  w = jax.random.normal(keys[1], (n, k))
+  e = jax.random.normal(keys[2], (t, n))
+  x64, w64, e64 = (np.asarray(a, np.float64) for a in (x, w, e))
+  exact = (x64 @ w64.T, e64 @ w64, e64.T @ x64)
+
+  def rel(a, b):
+    return float(np.sum((np.asarray(a, np.float64) - b) ** 2) / np.sum(b**2))
+
+  out = {}
+  for backward in ("rtn", "sr"):
+    fn = _linear_fwd_bwd(
+      lambda x, w, key, b=backward: quant.quartet_linear(x, w, key, backward=b)
+    )
+    y, dx, dw = fn(x, w, e, keys[3])
+    out["y"] = rel(y, exact[0])
+    out[f"dx_{backward}"] = rel(dx, exact[1])
+    out[f"dw_{backward}"] = rel(dw, exact[2])
+  return out
+
+
+def run(config, workdir) -> dict:
+  """Runs the three benchmarks; writes results.json; returns it."""
+  train_lib.prepare_workdir(workdir)
+  train_lib.write_config(workdir, config)
+  backend = jax.default_backend()
+  dtype = jnp.bfloat16 if backend == "gpu" else jnp.float32
+  linear = bench_linear(config, dtype)
+  results = {
+    "backend": backend,
+    "device": str(jax.devices()[0].device_kind),
+    "linear": linear,
+    "quantize": bench_quantize(config),
+    "gemm": bench_gemm(config),
+    "errors": linear_errors(config),
+    "linear_ratio_max": max(v["quartet_over_dense"] for v in linear.values()),
+  }
+  train_lib.write_results(workdir, results)
+  return results
+
+
+if __name__ == "__main__":
+  _cli.main(run)

@@ -1,0 +1,211 @@
+"""MXFP4 FFI bridge: correctness and speed of the GEMM and fused quantizer.
+
+For each (M, N, K): x, W ~ N(0, 1) are QuEST-quantized by the jnp reference;
+the FFI GEMM (`pallas_kernels.mxfp4.ffi.gemm`) is compared with the exact
+fp32 product of the dequantized operands (`jnp.dot`, HIGHEST), and timed
+against a plain BF16 `jnp.dot` of the unquantized x, W (the XLA baseline a
+user would otherwise run). On Hopper the FFI GEMM is the dequantise + BF16
+cuBLASLt fallback, so a ratio below 1 is expected; on Blackwell it is the
+block-scaled FP4 tensor-core GEMM. The fused quantizer is checked code for code
+against the reference (RTN paths bit-exact without rotation), and
+`quartet_linear(..., implementation="ffi")` against "xla" (values and grads).
+
+Writes results.json: per shape max relative error, times (ms) and
+`speedup_vs_bf16_dot` = t(jnp.dot bf16) / t(ffi gemm); plus the path taken.
+
+Run: python -m experiments.bench_mxfp4_ffi --config configs/bench_mxfp4_ffi.py --workdir runs/bench_mxfp4_ffi
+
+References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
+Large Language Models", NeurIPS 2025.
+"""
+
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+
+from experiments import _cli
+from lib import train as train_lib
+from lib.core.errors import ConfigError
+from lib.quant import quartet_linear
+from pallas_kernels.mxfp4 import ffi
+from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.ffi import _loader
+
+
+def _path() -> str:
+  """The GEMM the FFI call actually ran (after at least one call)."""
+  dev = jax.devices()[0]
+  if dev.platform == "cpu":
+    return "cpu"
+  cc = getattr(dev, "compute_capability", "?")
+  return f"{_loader.last_cuda_gemm_path()}_sm{cc}"
+
+
+def _time(fn, *args, warmup: int, iters: int) -> float:
+  """Median wall time (ms) of a jitted fn, synchronised per call."""
+  for _ in range(warmup):
+    jax.block_until_ready(fn(*args))
+  times = []
+  for _ in range(iters):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - start)
+  return 1e3 * float(np.median(times))
+
+
+def _gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
+  kx, kw = jax.random.split(key)
+  x = jax.random.normal(kx, (m, k), jnp.float32)
+  w = jax.random.normal(kw, (n, k), jnp.float32)
+  quant = jax.jit(lambda v: reference.quantize_quest(v)[0])
+  a, b = quant(x), quant(w)
+  ffi_gemm = jax.jit(
+    lambda a, b: ffi.gemm(
+      a.codes, a.scale, b.codes, b.scale, out_dtype=out_dtype
+    )
+  )
+  exact = jax.jit(
+    lambda a, b: jnp.dot(
+      reference.dequantize(a),
+      reference.dequantize(b).T,
+      precision=jax.lax.Precision.HIGHEST,
+    )
+  )
+  bf16_dot = jax.jit(
+    lambda x, w: jnp.dot(
+      x.astype(jnp.bfloat16),
+      w.astype(jnp.bfloat16).T,
+      preferred_element_type=out_dtype,
+    )
+  )
+  y = ffi_gemm(a, b).astype(jnp.float32)
+  want = exact(a, b)
+  scale = jnp.max(jnp.abs(want))
+  rel = float(jnp.max(jnp.abs(y - want)) / scale)
+  t_ffi = _time(ffi_gemm, a, b, warmup=warmup, iters=iters)
+  t_dot = _time(bf16_dot, x, w, warmup=warmup, iters=iters)
+  t_exact = _time(exact, a, b, warmup=warmup, iters=iters)
+  flops = 2.0 * m * n * k
+  return dict(
+    max_rel_err=rel,
+    ms_ffi=t_ffi,
+    ms_bf16_dot=t_dot,
+    ms_dequant_f32_dot=t_exact,
+    tflops_ffi=flops / t_ffi / 1e9,
+    speedup_vs_bf16_dot=t_dot / t_ffi,
+    speedup_vs_dequant_dot=t_exact / t_ffi,
+  )
+
+
+def _quantize_case(key, rows, warmup, iters) -> dict:
+  x = jax.random.normal(key, (rows, 4096), jnp.float32)
+  seed = jnp.uint32(17)
+  out = {}
+  for method, rotate in (
+    ("quest", True),
+    ("quest", False),
+    ("absmax_sr", True),
+    ("absmax_sr", False),
+  ):
+    fq = jax.jit(
+      lambda v, m=method, r=rotate: ffi.quantize(
+        v, method=m, rotate=r, seed=seed
+      )
+    )
+    if method == "quest":
+      rq = jax.jit(
+        lambda v, r=rotate: reference.quantize_quest(v, hadamard=r)[0]
+      )
+    else:
+      rq = jax.jit(
+        lambda v, r=rotate: reference.quantize_absmax(v, hadamard=r, seed=seed)
+      )
+    codes, scale, _ = fq(x)
+    t = rq(x)
+    name = f"{method}_{'rot' if rotate else 'norot'}"
+    out[name] = dict(
+      codes_equal=float(jnp.mean(codes == t.codes)),
+      scales_equal=float(jnp.mean(scale == t.scale)),
+      ms_ffi=_time(fq, x, warmup=warmup, iters=iters),
+      ms_xla_reference=_time(rq, x, warmup=warmup, iters=iters),
+    )
+  return out
+
+
+def _quartet_linear_case(key, t, n, k) -> dict:
+  """quartet_linear with implementation="ffi" vs "xla": values and grads."""
+  kx, kw, ke, kk = jax.random.split(key, 4)
+  x = jax.random.normal(kx, (t, k), jnp.float32)
+  w = jax.random.normal(kw, (n, k), jnp.float32)
+  e = jax.random.normal(ke, (t, n), jnp.float32)
+
+  def vjp(impl):
+    def f(x, w):
+      return quartet_linear(x, w, kk, implementation=impl)
+
+    y, back = jax.vjp(f, x, w)
+    return (y, *back(e))
+
+  outs = {i: jax.jit(lambda x, w, i=i: vjp(i))(x, w) for i in ("xla", "ffi")}
+  rel = [
+    float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
+    for a, b in zip(outs["ffi"], outs["xla"])
+  ]
+  return dict(
+    y_max_rel_diff=rel[0], dx_max_rel_diff=rel[1], dw_max_rel_diff=rel[2]
+  )
+
+
+def run(config, workdir) -> dict:
+  platform = "cpu" if jax.default_backend() == "cpu" else "CUDA"
+  if not ffi.is_built(platform):
+    flag = " --cuda" if platform == "CUDA" else ""
+    raise ConfigError(
+      f"the MXFP4 FFI library for {platform} is not built; run "
+      f"`{ffi.BUILD_COMMAND}{flag}` first"
+    )
+  if config.out_dtype not in ("float32", "bfloat16"):
+    raise ConfigError(
+      f"out_dtype must be float32 or bfloat16, got {config.out_dtype!r}"
+    )
+  out_dtype = jnp.dtype(config.out_dtype)
+  os.makedirs(workdir, exist_ok=True)
+  train_lib.write_config(workdir, config)
+  key = jax.random.key(config.seed)
+  results = dict(device=str(jax.devices()[0].device_kind))
+  gemm = {}
+  for i, (m, n, k) in enumerate(config.shapes):
+    case = _gemm_case(
+      jax.random.fold_in(key, i),
+      m,
+      n,
+      k,
+      out_dtype,
+      config.warmup,
+      config.iters,
+    )
+    logging.info("gemm %dx%dx%d: %s", m, n, k, case)
+    gemm[f"{m}x{n}x{k}"] = case
+  results["gemm"] = gemm
+  results["path"] = _path()
+  results["quantize"] = _quantize_case(
+    jax.random.fold_in(key, 1000),
+    config.quantize_rows,
+    config.warmup,
+    config.iters,
+  )
+  logging.info("quantize: %s", results["quantize"])
+  t, n, k = config.linear_shape
+  results["quartet_linear"] = _quartet_linear_case(
+    jax.random.fold_in(key, 2000), t, n, k
+  )
+  logging.info("quartet_linear ffi vs xla: %s", results["quartet_linear"])
+  return train_lib.write_results(workdir, results)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

@@ -1,0 +1,17 @@
+"""Shared model definitions (flax.linen): the tiny Llama; two_layer for simplicity bias.
+
+`lib.models` may import `lib.quant` (for QuartetDense): see WORKSPACE.md.
+"""
+
+from lib.models.llama import Llama
+from lib.models.llama import LlamaConfig
+from lib.models.llama import RMSNorm
+from lib.models.llama import next_token_loss
+from lib.models.llama import non_embedding_params
+from lib.models.llama import rotary
+from lib.models.two_layer import boundary_crossing
+from lib.models.two_layer import init_two_layer
+from lib.models.two_layer import logistic_loss
+from lib.models.two_layer import neuron_mass
+from lib.models.two_layer import outer_weights
+from lib.models.two_layer import two_layer_relu

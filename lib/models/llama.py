@@ -1,0 +1,152 @@
+"""A tiny Llama (RMSNorm, rotary attention, SwiGLU) whose linears can run in MXFP4.
+
+As in Quartet's training code, the fused QKV projection, the attention output
+projection, the fused gate+up projection and the down projection are the
+quantized linears (`QuartetDense`); the embedding, the untied LM head, the
+norms and the attention score/value products stay in high precision.
+
+References:
+  Touvron et al., "Llama 2" (2023); Castro et al., "Quartet: Native FP4
+  Training Can Be Optimal for Large Language Models", NeurIPS 2025
+  (arXiv 2505.14669), section 5 (model setup).
+"""
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from lib.quant import QuartetDense
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaConfig:
+  """Model shape and which linears are quantized.
+
+  Attributes:
+    vocab_size: tokens (256 for the byte-level corpus).
+    d_model, n_layers, n_heads, mlp_hidden: sizes (d_model, mlp_hidden
+      multiples of 32 when linear == "quartet").
+    max_len: longest sequence (rotary tables).
+    linear: "dense" (high precision) or "quartet" (MXFP4 GEMMs).
+    forward, backward, rerotate, implementation: `quartet_linear` flags.
+  """
+
+  vocab_size: int = 256
+  d_model: int = 128
+  n_layers: int = 2
+  n_heads: int = 4
+  mlp_hidden: int = 384
+  max_len: int = 512
+  linear: str = "quartet"
+  forward: str = "quest"
+  backward: str = "sr"
+  rerotate: bool = True
+  implementation: str | None = None
+
+  def __post_init__(self):
+    if self.linear not in ("dense", "quartet"):
+      raise ValueError(f"linear={self.linear!r}: 'dense' or 'quartet'")
+    if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+      raise ValueError(
+        f"d_model={self.d_model} must split into {self.n_heads} even-sized heads"
+      )
+
+
+def non_embedding_params(config: LlamaConfig) -> int:
+  """N of the scaling law: parameters of the transformer blocks (no embeddings/head)."""
+  d, h = config.d_model, config.mlp_hidden
+  per_layer = 3 * d * d + d * d + 2 * d * h + h * d + 2 * d
+  return config.n_layers * per_layer + d
+
+
+class RMSNorm(nn.Module):
+  eps: float = 1e-6
+
+  @nn.compact
+  def __call__(self, x):
+    scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
+    var = jnp.mean(jnp.square(x.astype(jnp.float32)), axis=-1, keepdims=True)
+    return (x * jax.lax.rsqrt(var + self.eps) * scale).astype(x.dtype)
+
+
+def rotary(x_BLHD: jax.Array, positions_L: jax.Array) -> jax.Array:
+  """Rotary position embedding on the last axis (pairs of halves)."""
+  d = x_BLHD.shape[-1]
+  freqs = 1.0 / (10_000 ** (jnp.arange(0, d, 2, dtype=jnp.float32) / d))
+  angles = positions_L[:, None].astype(jnp.float32) * freqs[None, :]  # [L, D/2]
+  sin, cos = jnp.sin(angles)[None, :, None], jnp.cos(angles)[None, :, None]
+  x1, x2 = x_BLHD[..., : d // 2], x_BLHD[..., d // 2 :]
+  return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+class Block(nn.Module):
+  config: LlamaConfig
+
+  def linear(self, features: int, name: str):
+    c = self.config
+    init = nn.initializers.normal(0.02)
+    if c.linear == "dense":
+      return nn.Dense(features, use_bias=False, kernel_init=init, name=name)
+    return QuartetDense(
+      features,
+      forward=c.forward,
+      backward=c.backward,
+      rerotate=c.rerotate,
+      implementation=c.implementation,
+      kernel_init=init,
+      name=name,
+    )
+
+  @nn.compact
+  def __call__(self, x_BLD):
+    c = self.config
+    b, seq, d = x_BLD.shape
+    hd = d // c.n_heads
+    h = RMSNorm(name="attn_norm")(x_BLD)
+    qkv = self.linear(3 * d, "qkv")(h).reshape(b, seq, 3, c.n_heads, hd)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    pos = jnp.arange(seq)
+    q, k = rotary(q, pos), rotary(k, pos)
+    logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(q.dtype)
+    causal = jnp.tril(jnp.ones((seq, seq), bool))
+    logits = jnp.where(causal, logits, jnp.finfo(logits.dtype).min)
+    att = jax.nn.softmax(logits, axis=-1)
+    o = jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, seq, d)
+    x_BLD = x_BLD + self.linear(d, "out")(o)
+    h = RMSNorm(name="mlp_norm")(x_BLD)
+    gate, up = jnp.split(self.linear(2 * c.mlp_hidden, "w12")(h), 2, axis=-1)
+    return x_BLD + self.linear(d, "down")(jax.nn.silu(gate) * up)
+
+
+class Llama(nn.Module):
+  """Decoder-only LM: tokens [B, L] int -> logits [B, L, vocab] (fp32).
+
+  Quantized linears draw their backward randomness from the "quant" rng
+  stream: `apply(params, tokens, rngs={"quant": key})`.
+  """
+
+  config: LlamaConfig
+
+  @nn.compact
+  def __call__(self, tokens_BL):
+    c = self.config
+    x = nn.Embed(
+      c.vocab_size, c.d_model, embedding_init=nn.initializers.normal(0.02)
+    )(tokens_BL)
+    for i in range(c.n_layers):
+      x = Block(c, name=f"block_{i}")(x)
+    x = RMSNorm(name="final_norm")(x)
+    return nn.Dense(
+      c.vocab_size,
+      use_bias=False,
+      kernel_init=nn.initializers.normal(0.02),
+      name="lm_head",
+    )(x).astype(jnp.float32)
+
+
+def next_token_loss(logits_BLV: jax.Array, targets_BL: jax.Array) -> jax.Array:
+  """Mean cross-entropy (nats/token) of next-token prediction."""
+  logp = jax.nn.log_softmax(logits_BLV, axis=-1)
+  return -jnp.mean(jnp.take_along_axis(logp, targets_BL[..., None], axis=-1))

@@ -1,0 +1,51 @@
+"""Rollout metrics: relative L2, correlation time, Hamiltonian error.
+
+References: Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers through
+Functional Approximation", NeurIPS 2025, Sec. 4.2 and App. B.1.
+"""
+
+import jax.numpy as jnp
+
+
+def relative_l2(pred, true, axis=-1, eps=1e-12):
+  """||pred - true|| / ||true|| over `axis` (unsquared, as the HNS code)."""
+  num = jnp.sqrt(jnp.sum((pred - true) ** 2, axis=axis))
+  den = jnp.sqrt(jnp.sum(true**2, axis=axis))
+  return num / (den + eps)
+
+
+def rollout_error(pred, true):
+  """Mean over time (and batch) of the per-step relative L2; [..., T, n]."""
+  return jnp.mean(relative_l2(pred, true))
+
+
+def pearson_correlation(pred, true, axis=-1, eps=1e-12):
+  """Pearson correlation over `axis`."""
+  p = pred - jnp.mean(pred, axis=axis, keepdims=True)
+  t = true - jnp.mean(true, axis=axis, keepdims=True)
+  num = jnp.sum(p * t, axis=axis)
+  den = jnp.sqrt(jnp.sum(p**2, axis=axis) * jnp.sum(t**2, axis=axis))
+  return num / (den + eps)
+
+
+def correlation_time(pred, true, threshold=0.8):
+  """First step whose Pearson correlation drops below `threshold`.
+
+  Args:
+    pred, true: [..., T, n] trajectories.
+    threshold: the paper uses 0.8.
+
+  Returns:
+    [...] steps (T when the correlation never drops); the paper averages
+    this over the batch.
+  """
+  corr = pearson_correlation(pred, true)
+  num_steps = corr.shape[-1]
+  below = ~(corr >= threshold)  # NaN (blown-up rollout) counts as below
+  first = jnp.argmax(below, axis=-1)
+  return jnp.where(jnp.any(below, axis=-1), first, num_steps)
+
+
+def hamiltonian_error(h_true, h_pred, eps=1e-12):
+  """(1/T) sum_t |H[u_t] - H[u_hat_t]|^2 / |H[u_t]|^2 over the last axis."""
+  return jnp.mean((h_true - h_pred) ** 2 / (h_true**2 + eps), axis=-1)

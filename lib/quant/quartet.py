@@ -1,0 +1,190 @@
+"""The Quartet linear layer: all three GEMMs of y = x W^T in MXFP4.
+
+Forward: x and W are rotated by H32 along K and quantized with QuEST (RMS
+scale, RTN); the GEMM multiplies the two rotated operands, so no un-rotation is
+needed. The clip masks are the "trust" gradient masks.
+
+Backward (custom_vjp), with e = dL/dy and one random H32 diag(s) per call:
+  dX_r = Q_b(e along N) Q_b(Wh^T along N)^T      [T, K]
+  dW_r = Q_b(e^T along T) Q_b(Xh^T along T)^T    [N, K]
+  dx = (dX_r * M_x) H32,  dW = (dW_r * M_w) H32   (per K-group)
+where Q_b is absmax x 3/4 + stochastic rounding, and Xh, Wh are the forward's
+already-quantized (rotated) tensors, saved as FP4 codes + scales + mask bits.
+
+References:
+  Castro et al., "Quartet: Native FP4 Training Can Be Optimal for Large
+  Language Models", NeurIPS 2025 (arXiv 2505.14669), Algorithm 1.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from lib.core import errors
+from lib.quant import hadamard
+from pallas_kernels.mxfp4 import ops
+from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.reference import MXTensor
+
+GROUP = reference.GROUP
+FORWARD_MODES = ("quest", "absmax", "bf16")
+BACKWARD_MODES = ("sr", "rtn", "bf16")
+
+
+class DTypeError(errors.UserError, TypeError):
+  """An array has a dtype the operation cannot take."""
+
+
+def _check_args(x, w, forward, backward, implementation) -> None:
+  if forward not in FORWARD_MODES:
+    raise errors.ConfigError(
+      f"forward={forward!r} is not one of {FORWARD_MODES}"
+    )
+  if backward not in BACKWARD_MODES:
+    raise errors.ConfigError(
+      f"backward={backward!r} is not one of {BACKWARD_MODES}"
+    )
+  if implementation not in ops.IMPLEMENTATIONS:
+    raise errors.ConfigError(
+      f"implementation={implementation!r} is not one of {ops.IMPLEMENTATIONS}"
+    )
+  for name, a in (("x", x), ("W", w)):
+    if not jnp.issubdtype(a.dtype, jnp.floating):
+      raise DTypeError(
+        f"quartet_linear needs floating-point {name}, got dtype {a.dtype}"
+      )
+  if w.ndim != 2 or x.ndim < 1 or x.shape[-1] != w.shape[1]:
+    raise errors.ShapeError(
+      f"quartet_linear computes x[..., K] @ W[N, K]^T: got x {x.shape}, "
+      f"W {w.shape}"
+    )
+  n, k = w.shape
+  if k % GROUP or n % GROUP:
+    raise errors.ShapeError(
+      f"MXFP4 groups 32 elements along each GEMM's contraction axis, so K and "
+      f"N must be multiples of 32: got K={k}, N={n} (W {w.shape})"
+    )
+
+
+def quartet_linear(
+  x: jax.Array,
+  w: jax.Array,
+  key: jax.Array,
+  *,
+  forward: str = "quest",
+  backward: str = "sr",
+  rerotate: bool = True,
+  implementation: str | None = None,
+) -> jax.Array:
+  """y = x W^T with Quartet's MXFP4 forward and backward.
+
+  Args:
+    x: [..., K] activations (f32 or bf16); leading axes are flattened into
+      T tokens, padded with zero rows to a multiple of 32 for the dW GEMM.
+    w: [N, K] weight; K and N multiples of 32.
+    key: typed PRNG key for the backward's random signs and SR uniforms
+      (fold in the step and the layer index).
+    forward: "quest" (Quartet), "absmax" (absmax x 3/4 RTN + H32, no clipping)
+      or "bf16" (no forward quantization).
+    backward: "sr" (Quartet), "rtn" or "bf16" (exact backward GEMMs, still
+      masked by the forward's trust mask).
+    rerotate: redraw random Hadamard signs per backward call (else plain H32).
+    implementation: kernels for quantizers and GEMMs (None|"xla"|"pallas").
+
+  Returns:
+    y [..., N] in x's dtype.
+
+  Raises:
+    ShapeError, DTypeError, ConfigError on bad input. Non-finite x or W give
+    NaN outputs in the affected rows (see `pallas_kernels.mxfp4.reference`).
+  """
+  _check_args(x, w, forward, backward, implementation)
+  lead = x.shape[:-1]
+  x2 = x.reshape(-1, x.shape[-1])
+  t = x2.shape[0]
+  pad = -t % GROUP
+  if pad:
+    x2 = jnp.pad(x2, ((0, pad), (0, 0)))
+  # fp32 inside; the casts' own VJPs return gradients in the input dtypes.
+  y = _quartet_matmul(
+    x2.astype(jnp.float32),
+    w.astype(jnp.float32),
+    key,
+    forward,
+    backward,
+    rerotate,
+    implementation,
+  )
+  return y[:t].reshape(*lead, w.shape[0]).astype(x.dtype)
+
+
+def _forward_quantize(a, forward, implementation):
+  """Returns (rotated-domain operand, packed mask bits or None)."""
+  if forward == "quest":
+    t, mask = ops.quantize_quest(a, implementation=implementation)
+    return t, reference.pack_mask_bits(mask)
+  if forward == "absmax":
+    t = ops.quantize_absmax(a, stochastic=False, implementation=implementation)
+    return t, None
+  return a, None  # bf16: unquantized, unrotated
+
+
+def _dense(a) -> jax.Array:
+  return reference.dequantize(a) if isinstance(a, MXTensor) else a
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
+def _quartet_matmul(x, w, key, forward, backward, rerotate, implementation):
+  y, _ = _fwd(x, w, key, forward, backward, rerotate, implementation)
+  return y
+
+
+def _fwd(x, w, key, forward, backward, rerotate, implementation):
+  xq, mx = _forward_quantize(x, forward, implementation)
+  wq, mw = _forward_quantize(w, forward, implementation)
+  if forward == "bf16":
+    y = jnp.dot(x, w.T, precision=jax.lax.Precision.HIGHEST)
+  else:
+    y = ops.mx_matmul(xq, wq, implementation=implementation)
+  # Residuals are FP4 codes + E8M0 scales + 1-bit masks, not bf16 copies.
+  return y, (xq, wq, mx, mw, key)
+
+
+def _backward_gemm(a, b, seeds, signs, backward, implementation):
+  """a[M, C] @ b[P, C]^T with both operands quantized along C (backward)."""
+  if backward == "bf16":
+    return jnp.dot(a, b.T, precision=jax.lax.Precision.HIGHEST)
+  stochastic = backward == "sr"
+  qa, qb = (
+    ops.quantize_absmax(
+      v,
+      signs=signs,
+      stochastic=stochastic,
+      seed=seed,
+      implementation=implementation,
+    )
+    for v, seed in zip((a, b), seeds)
+  )
+  return ops.mx_matmul(qa, qb, implementation=implementation)
+
+
+def _bwd(forward, backward, rerotate, implementation, res, e):
+  xq, wq, mx, mw, key = res
+  k_signs, k_e, k_w, k_et, k_x = jax.random.split(key, 5)
+  # One sign vector per call, shared by all four backward quantizations: it
+  # cancels inside each GEMM (Hb Hb^T = I).
+  signs = hadamard.random_signs(k_signs) if rerotate else None
+  seeds = [reference.seed_from_key(k) for k in (k_e, k_w, k_et, k_x)]
+  x_hat, w_hat = _dense(xq), _dense(wq)  # rotated domain unless bf16 forward
+  dx = _backward_gemm(e, w_hat.T, seeds[:2], signs, backward, implementation)
+  dw = _backward_gemm(e.T, x_hat.T, seeds[2:], signs, backward, implementation)
+  if forward != "bf16":
+    if mx is not None:
+      dx = dx * reference.unpack_mask_bits(mx)
+      dw = dw * reference.unpack_mask_bits(mw)
+    dx, dw = hadamard.unrotate(dx), hadamard.unrotate(dw)
+  return dx, dw, None
+
+
+_quartet_matmul.defvjp(_fwd, _bwd)

@@ -1,0 +1,1 @@
+"""Self-contained Pallas kernels; one folder per op (reference, kernels, ops)."""

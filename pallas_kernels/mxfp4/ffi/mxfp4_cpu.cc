@@ -1,0 +1,271 @@
+// CPU handlers of the Quartet MXFP4 FFI targets (the oracle for the CUDA
+// library and the CPU path of the same target names).
+//
+//   quartet_mxfp4_gemm: y[..., M, N] = alpha * dequant(A) @ dequant(B)^T with
+//     A = (a_codes u8[..., M, K/2], a_scale u8[..., M, K/32]) and B likewise
+//     [..., N, ...]; fp32 accumulation; f32 or bf16 result.
+//   quartet_mxfp4_quantize: fused rotate + quantize along the last axis
+//     (QuEST forward or absmax x3/4 backward with RTN or stochastic rounding).
+//
+// References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
+// Large Language Models", NeurIPS 2025.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mxfp4_math.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+namespace mx = quartet_mxfp4;
+
+namespace {
+
+float bf16_to_float(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  // Round to nearest even on the dropped 16 bits.
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+int64_t prod(ffi::AnyBuffer::Dimensions d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= d[i];
+  return p;
+}
+
+std::string dims_str(ffi::AnyBuffer::Dimensions d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+// Decodes `rows` rows of an MX operand into fp32 (row-major [rows, K]).
+void dequantize(const uint8_t* codes, const uint8_t* scale, int64_t rows,
+                int64_t k, float* out) {
+  const int64_t kb = k / 2, ks = k / mx::kGroup;
+  float lut[16];
+  for (uint32_t c = 0; c < 16; ++c) lut[c] = mx::e2m1_decode(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < ks; ++g) {
+      const float s = mx::e8m0_decode(scale[r * ks + g]);
+      for (int64_t j = g * mx::kGroup; j < (g + 1) * mx::kGroup; j += 2) {
+        const uint8_t byte = codes[r * kb + j / 2];
+        out[r * k + j] = lut[byte & 0xFu] * s;
+        out[r * k + j + 1] = lut[byte >> 4] * s;
+      }
+    }
+  }
+}
+
+ffi::Error GemmImpl(ffi::Buffer<ffi::U8> a_codes, ffi::Buffer<ffi::U8> a_scale,
+                    ffi::Buffer<ffi::U8> b_codes, ffi::Buffer<ffi::U8> b_scale,
+                    ffi::Result<ffi::AnyBuffer> y, float alpha) {
+  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
+  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
+  const auto yd = y->dimensions();
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank ||
+      bsd.size() != rank || yd.size() != rank) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: operands must have equal rank >= 2, got codes " +
+        dims_str(ad) + " and " + dims_str(bd));
+  }
+  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
+  const int64_t batch = prod(ad, 0, rank - 2);
+  bool ok = k % mx::kGroup == 0 && bd[rank - 1] * 2 == k &&
+            asd[rank - 2] == m && asd[rank - 1] * mx::kGroup == k &&
+            bsd[rank - 2] == n && bsd[rank - 1] * mx::kGroup == k &&
+            yd[rank - 2] == m && yd[rank - 1] == n &&
+            prod(bd, 0, rank - 2) == batch;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
+        " (need codes [.., R, K/2], scale [.., R, K/32], K % 32 == 0)");
+  }
+  const auto out_type = y->element_type();
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: result must be float32 or bfloat16");
+  }
+  std::vector<float> a(static_cast<size_t>(m * k)), b(
+                                                    static_cast<size_t>(n * k));
+  for (int64_t t = 0; t < batch; ++t) {
+    dequantize(a_codes.typed_data() + t * m * (k / 2),
+               a_scale.typed_data() + t * m * (k / mx::kGroup), m, k, a.data());
+    dequantize(b_codes.typed_data() + t * n * (k / 2),
+               b_scale.typed_data() + t * n * (k / mx::kGroup), n, k, b.data());
+    for (int64_t i = 0; i < m; ++i) {
+      const float* ar = a.data() + i * k;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* br = b.data() + j * k;
+        // Products of two E2M1 x 2^k values have <= 4 significant bits, so
+        // they are exact in fp32; only the summation rounds. Eight partial
+        // sums (combined pairwise) give the compiler independent chains.
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t l = 0; l < k; l += 8) {
+          for (int u = 0; u < 8; ++u) acc[u] += ar[l + u] * br[l + u];
+        }
+        for (int h = 4; h >= 1; h >>= 1) {
+          for (int u = 0; u < h; ++u) acc[u] += acc[u + h];
+        }
+        const float v = alpha * acc[0];
+        const int64_t o = (t * m + i) * n + j;
+        if (out_type == ffi::F32) {
+          static_cast<float*>(y->untyped_data())[o] = v;
+        } else {
+          static_cast<uint16_t*>(y->untyped_data())[o] = float_to_bf16(v);
+        }
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
+// In-place normalised Walsh-Hadamard transform of one group of 32
+// (Sylvester order: H[i, j] = (-1)^popcount(i & j) / sqrt(32)).
+// The butterfly order (stride 16 first) matches the CUDA warp-shuffle kernel.
+void fwht32(float* v) {
+  for (int h = 16; h >= 1; h >>= 1) {
+    for (int i = 0; i < mx::kGroup; ++i) {
+      if (i & h) continue;
+      const float u = v[i], w = v[i + h];
+      v[i] = u + w;
+      v[i + h] = u - w;
+    }
+  }
+  for (int i = 0; i < mx::kGroup; ++i) v[i] *= mx::kInvSqrt32;
+}
+
+// Pairwise tree sum of 32 values (the order of XLA:CPU's row reductions and
+// of a warp xor-butterfly).
+float tree_sum(const float* v) {
+  float t[mx::kGroup];
+  for (int i = 0; i < mx::kGroup; ++i) t[i] = v[i];
+  for (int h = 16; h >= 1; h >>= 1) {
+    for (int i = 0; i < h; ++i) t[i] = t[i] + t[i + h];
+  }
+  return t[0];
+}
+
+ffi::Error QuantizeImpl(ffi::AnyBuffer x, ffi::Buffer<ffi::F32> signs,
+                        ffi::Buffer<ffi::U32> seed,
+                        ffi::ResultBuffer<ffi::U8> codes,
+                        ffi::ResultBuffer<ffi::U8> scale,
+                        ffi::ResultBuffer<ffi::PRED> mask, int32_t method,
+                        bool rotate, int64_t period) {
+  const auto xd = x.dimensions();
+  if (xd.size() < 1 || xd[xd.size() - 1] % mx::kGroup != 0) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: last axis must be a multiple of 32, got " +
+        dims_str(xd));
+  }
+  if (method < mx::kQuest || method > mx::kAbsmaxSr) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: method must be 0 (quest), 1 (absmax RTN) or "
+        "2 (absmax SR), got " + std::to_string(method));
+  }
+  if (signs.element_count() != mx::kGroup || seed.element_count() != 1) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: signs must have 32 entries and seed 1");
+  }
+  const auto dtype = x.element_type();
+  if (dtype != ffi::F32 && dtype != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: x must be float32 or bfloat16");
+  }
+  const int64_t total = static_cast<int64_t>(x.element_count());
+  if (period <= 0) period = total;
+  const int64_t groups = total / mx::kGroup;
+  const float* sg = signs.typed_data();
+  const uint32_t sd = seed.typed_data()[0];
+  uint8_t* co = codes->typed_data();
+  uint8_t* sc = scale->typed_data();
+  bool* mk = mask->typed_data();
+  float v[mx::kGroup], sq[mx::kGroup];
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t base = g * mx::kGroup;
+    for (int i = 0; i < mx::kGroup; ++i) {
+      v[i] = dtype == ffi::F32
+                 ? static_cast<const float*>(x.untyped_data())[base + i]
+                 : bf16_to_float(
+                       static_cast<const uint16_t*>(x.untyped_data())[base + i]);
+    }
+    if (rotate) {
+      fwht32(v);
+      for (int i = 0; i < mx::kGroup; ++i) v[i] *= sg[i];
+    }
+    float amax = 0.0f;
+    for (int i = 0; i < mx::kGroup; ++i) {
+      sq[i] = v[i] * v[i];
+      const float ab = std::fabs(v[i]);
+      amax = (ab > amax || std::isnan(ab)) ? ab : amax;  // NaN propagates
+    }
+    const uint32_t byte =
+        mx::group_scale_byte(method, tree_sum(v), tree_sum(sq), amax);
+    sc[g] = static_cast<uint8_t>(byte);
+    for (int i = 0; i < mx::kGroup; i += 2) {
+      uint32_t c[2];
+      for (int h = 0; h < 2; ++h) {
+        const int64_t idx = base + i + h;
+        const float a = mx::scaled_value(method, v[i + h], byte);
+        const float u =
+            method == mx::kAbsmaxSr
+                ? mx::hash_uniform(sd, static_cast<uint32_t>(idx % period))
+                : 0.0f;
+        c[h] = mx::quantize_code(method, a, u);
+        mk[idx] = std::fabs(a) < 6.0f;
+      }
+      co[(base + i) / 2] = static_cast<uint8_t>(c[0] | (c[1] << 4));
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+// The library is built with -fvisibility=hidden; only the handlers are
+// exported (checked by the tests with nm -D).
+#define QUARTET_EXPORT extern "C" __attribute__((visibility("default")))
+QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4GemmCpu(XLA_FFI_CallFrame*);
+QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4QuantizeCpu(XLA_FFI_CallFrame*);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(QuartetMxfp4GemmCpu, GemmImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<float>("alpha"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(QuartetMxfp4QuantizeCpu, QuantizeImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::U32>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::U8>>()
+                                  .Ret<ffi::Buffer<ffi::PRED>>()
+                                  .Attr<int32_t>("method")
+                                  .Attr<bool>("rotate")
+                                  .Attr<int64_t>("period"));

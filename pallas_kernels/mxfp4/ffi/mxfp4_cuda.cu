@@ -1,0 +1,569 @@
+// CUDA handlers of the Quartet MXFP4 FFI targets (same names and signatures
+// as the CPU handlers in mxfp4_cpu.cc, which are their oracle).
+//
+//   quartet_mxfp4_quantize: one warp per 32-group; Hadamard by warp-shuffle
+//     butterflies, group reductions by xor-butterflies (the pairwise-tree
+//     order of the CPU handler and of XLA:CPU), codes packed by lane pairs.
+//   quartet_mxfp4_gemm:
+//     compute capability 10.x / 12.x (Blackwell): cuBLASLt block-scaled FP4
+//       GEMM (CUDA_R_4F_E2M1 operands, VEC32_UE8M0 scales rearranged into
+//       the 128x4 blocked layout, "TN", alpha in the epilogue);
+//     8.x / 9.x (Ampere, Hopper): dequantise to BF16 (exact: E2M1 x 2^k fits
+//       BF16) + cuBLASLt BF16 GEMM with fp32 accumulation and alpha;
+//     anything older: ffi::Error. Where cuBLASLt offers no FP4 algorithm for
+//     a problem (an unsupported shape or cuBLAS version), the BF16 path runs
+//     instead and one line on stderr says so.
+//   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 path (for benchmarks).
+//
+// cuBLASLt is opened with dlopen (see cublaslt_api.h); the stream comes from
+// the FFI context and temporary buffers from XLA's scratch allocator.
+//
+// References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
+// Large Language Models", NeurIPS 2025.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "cublaslt_api.h"
+#include "mxfp4_math.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+namespace mx = quartet_mxfp4;
+namespace lt = quartet_lt;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kLtWorkspace = 32u << 20;  // cuBLASLt's Blackwell advice
+// Which GEMM ran last (1: block-scaled FP4, 2: dequantise + BF16), for
+// benchmarks and tests: QuartetMxfp4CudaLastGemmPath().
+std::atomic<int> g_last_path{0};
+
+std::string dims_str(ffi::AnyBuffer::Dimensions d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+int64_t prod(ffi::AnyBuffer::Dimensions d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= d[i];
+  return p;
+}
+
+ffi::Error cuda_error(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return ffi::Error::Success();
+  return ffi::Error::Internal(std::string("quartet_mxfp4: ") + what + ": " +
+                              cudaGetErrorString(e));
+}
+
+// ----------------------------------------------------------------------------
+// Quantize: one warp per 32-group.
+
+__global__ void QuantizeKernel(const void* __restrict__ x, bool x_bf16,
+                               const float* __restrict__ signs,
+                               const uint32_t* __restrict__ seed,
+                               uint8_t* __restrict__ codes,
+                               uint8_t* __restrict__ scale,
+                               bool* __restrict__ mask, int64_t groups,
+                               int32_t method, bool rotate, int64_t period) {
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                      threadIdx.x;
+  const int64_t g = tid / mx::kGroup;
+  const int lane = threadIdx.x & 31;
+  if (g >= groups) return;  // whole warps exit together (blockDim % 32 == 0)
+  const int64_t idx = g * mx::kGroup + lane;
+  float v = x_bf16 ? __bfloat162float(
+                         static_cast<const __nv_bfloat16*>(x)[idx])
+                   : static_cast<const float*>(x)[idx];
+  const unsigned full = 0xFFFFFFFFu;
+  if (rotate) {
+    // Butterfly (u, w) -> (u + w, u - w) across lanes i, i + h, stride 16
+    // first: the same float ops as fwht32() in mxfp4_cpu.cc.
+    for (int h = 16; h >= 1; h >>= 1) {
+      const float p = __shfl_xor_sync(full, v, h);
+      v = (lane & h) ? (p - v) : (v + p);
+    }
+    v = v * mx::kInvSqrt32;
+    v = v * signs[lane];
+  }
+  float sum = v, sum_sq = v * v, amax = fabsf(v);
+  for (int h = 16; h >= 1; h >>= 1) {
+    sum = sum + __shfl_xor_sync(full, sum, h);
+    sum_sq = sum_sq + __shfl_xor_sync(full, sum_sq, h);
+    const float o = __shfl_xor_sync(full, amax, h);
+    amax = (o > amax || isnan(o)) ? o : amax;
+  }
+  const uint32_t byte = mx::group_scale_byte(method, sum, sum_sq, amax);
+  if (lane == 0) scale[g] = static_cast<uint8_t>(byte);
+  const float a = mx::scaled_value(method, v, byte);
+  const float u = method == mx::kAbsmaxSr
+                      ? mx::hash_uniform(*seed,
+                                         static_cast<uint32_t>(idx % period))
+                      : 0.0f;
+  const uint32_t c = mx::quantize_code(method, a, u);
+  mask[idx] = fabsf(a) < 6.0f;
+  const uint32_t hi = __shfl_down_sync(full, c, 1);
+  if ((lane & 1) == 0) codes[idx / 2] = static_cast<uint8_t>(c | (hi << 4));
+}
+
+ffi::Error QuantizeImpl(cudaStream_t stream, ffi::AnyBuffer x,
+                        ffi::Buffer<ffi::F32> signs,
+                        ffi::Buffer<ffi::U32> seed,
+                        ffi::ResultBuffer<ffi::U8> codes,
+                        ffi::ResultBuffer<ffi::U8> scale,
+                        ffi::ResultBuffer<ffi::PRED> mask, int32_t method,
+                        bool rotate, int64_t period) {
+  const auto xd = x.dimensions();
+  if (xd.size() < 1 || xd[xd.size() - 1] % mx::kGroup != 0) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: last axis must be a multiple of 32, got " +
+        dims_str(xd));
+  }
+  if (method < mx::kQuest || method > mx::kAbsmaxSr) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: method must be 0, 1 or 2, got " +
+        std::to_string(method));
+  }
+  if (signs.element_count() != mx::kGroup || seed.element_count() != 1) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: signs must have 32 entries and seed 1");
+  }
+  const auto dtype = x.element_type();
+  if (dtype != ffi::F32 && dtype != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: x must be float32 or bfloat16");
+  }
+  const int64_t total = static_cast<int64_t>(x.element_count());
+  if (total == 0) return ffi::Error::Success();
+  if (period <= 0) period = total;
+  const int64_t groups = total / mx::kGroup;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  QuantizeKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      x.untyped_data(), dtype == ffi::BF16, signs.typed_data(),
+      seed.typed_data(), codes->typed_data(), scale->typed_data(),
+      mask->typed_data(), groups, method, rotate, period);
+  return cuda_error("quantize kernel launch");
+}
+
+// ----------------------------------------------------------------------------
+// GEMM helpers.
+
+// Scales [rows, ks] -> cuBLAS "block scaling factors layout": 128x4 tiles
+// (row-block major, K-block minor) of 512 bytes; inside a tile, scale
+// (r, c) sits at (r % 32) * 16 + (r / 32) * 4 + c. Padding is zero.
+__global__ void BlockScalesKernel(const uint8_t* __restrict__ in,
+                                  uint8_t* __restrict__ out, int64_t rows,
+                                  int64_t ks, int64_t col_blocks,
+                                  int64_t total) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                    threadIdx.x;
+  if (p >= total) return;
+  const int64_t tile = p / 512, within = p % 512;
+  const int64_t r = (tile / col_blocks) * 128 + ((within % 16) / 4) * 32 +
+                    within / 16;
+  const int64_t c = (tile % col_blocks) * 4 + within % 4;
+  out[p] = (r < rows && c < ks) ? in[r * ks + c] : 0;
+}
+
+// Packed MXFP4 [rows, K/2] + scales -> BF16 [rows, K] (exact).
+__global__ void DequantKernel(const uint8_t* __restrict__ codes,
+                              const uint8_t* __restrict__ scale,
+                              __nv_bfloat16* __restrict__ out, int64_t k,
+                              int64_t pairs) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                    threadIdx.x;
+  if (p >= pairs) return;
+  const int64_t row = (2 * p) / k, col = (2 * p) % k;
+  const float s = mx::e8m0_decode(scale[row * (k / mx::kGroup) +
+                                        col / mx::kGroup]);
+  const uint8_t b = codes[p];
+  out[2 * p] = __float2bfloat16_rn(mx::e2m1_decode(b & 0xFu) * s);
+  out[2 * p + 1] = __float2bfloat16_rn(mx::e2m1_decode(b >> 4) * s);
+}
+
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+}
+
+// cuBLASLt entry points, resolved once per process.
+struct LtApi {
+  bool ok = false;
+  std::string error;
+  lt::CreateFn create;
+  lt::GetStatusStringFn status_string;
+  lt::MatmulDescCreateFn desc_create;
+  lt::MatmulDescDestroyFn desc_destroy;
+  lt::MatmulDescSetAttributeFn desc_set;
+  lt::MatrixLayoutCreateFn layout_create;
+  lt::MatrixLayoutDestroyFn layout_destroy;
+  lt::PreferenceCreateFn pref_create;
+  lt::PreferenceDestroyFn pref_destroy;
+  lt::PreferenceSetAttributeFn pref_set;
+  lt::AlgoGetHeuristicFn heuristic;
+  lt::MatmulFn matmul;
+};
+
+template <typename F>
+bool resolve(void* lib, const char* name, F* fn, std::string* error) {
+  *fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (*fn == nullptr) *error = std::string("cuBLASLt lacks ") + name;
+  return *fn != nullptr;
+}
+
+const LtApi& lt_api() {
+  static LtApi api;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* names[] = {getenv("QUARTET_CUBLASLT_PATH"),
+                           "libcublasLt.so.13", "libcublasLt.so.12",
+                           "libcublasLt.so"};
+    void* lib = nullptr;
+    for (const char* n : names) {
+      if (n && (lib = dlopen(n, RTLD_NOW | RTLD_GLOBAL))) break;
+    }
+    if (!lib) {
+      api.error =
+          "could not dlopen libcublasLt (install the `nvidia-cublas` wheel, "
+          "e.g. via jax[cuda13], or set QUARTET_CUBLASLT_PATH)";
+      return;
+    }
+    std::string& e = api.error;
+    api.ok = resolve(lib, "cublasLtCreate", &api.create, &e) &&
+             resolve(lib, "cublasLtGetStatusString", &api.status_string, &e) &&
+             resolve(lib, "cublasLtMatmulDescCreate", &api.desc_create, &e) &&
+             resolve(lib, "cublasLtMatmulDescDestroy", &api.desc_destroy, &e) &&
+             resolve(lib, "cublasLtMatmulDescSetAttribute", &api.desc_set,
+                     &e) &&
+             resolve(lib, "cublasLtMatrixLayoutCreate", &api.layout_create,
+                     &e) &&
+             resolve(lib, "cublasLtMatrixLayoutDestroy", &api.layout_destroy,
+                     &e) &&
+             resolve(lib, "cublasLtMatmulPreferenceCreate", &api.pref_create,
+                     &e) &&
+             resolve(lib, "cublasLtMatmulPreferenceDestroy",
+                     &api.pref_destroy, &e) &&
+             resolve(lib, "cublasLtMatmulPreferenceSetAttribute",
+                     &api.pref_set, &e) &&
+             resolve(lib, "cublasLtMatmulAlgoGetHeuristic", &api.heuristic,
+                     &e) &&
+             resolve(lib, "cublasLtMatmul", &api.matmul, &e);
+  });
+  return api;
+}
+
+// One cuBLASLt handle per device, created on first use.
+lt::Handle lt_handle(int device, std::string* error) {
+  static std::mutex mu;
+  static lt::Handle handles[64] = {};
+  if (device < 0 || device >= 64) {
+    *error = "device ordinal out of range";
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (!handles[device]) {
+    const lt::Status s = lt_api().create(&handles[device]);
+    if (s != lt::kSuccess) {
+      *error = std::string("cublasLtCreate: ") + lt_api().status_string(s);
+      handles[device] = nullptr;
+    }
+  }
+  return handles[device];
+}
+
+// Owns the cuBLASLt descriptors of one call.
+struct LtCall {
+  const LtApi& api;
+  lt::MatmulDesc desc = nullptr;
+  lt::MatrixLayout a = nullptr, b = nullptr, d = nullptr;
+  lt::Preference pref = nullptr;
+  explicit LtCall(const LtApi& x) : api(x) {}
+  ~LtCall() {
+    if (pref) api.pref_destroy(pref);
+    if (d) api.layout_destroy(d);
+    if (b) api.layout_destroy(b);
+    if (a) api.layout_destroy(a);
+    if (desc) api.desc_destroy(desc);
+  }
+};
+
+#define LT_CHECK(expr)                                                      \
+  do {                                                                      \
+    const lt::Status s_ = (expr);                                           \
+    if (s_ != lt::kSuccess) {                                               \
+      return ffi::Error::Internal(std::string("quartet_mxfp4_gemm: ") +     \
+                                  #expr + ": " + api.status_string(s_));    \
+    }                                                                       \
+  } while (0)
+
+// y[M, N] (row-major) = alpha * X[M, K] W[N, K]^T, i.e. in cuBLAS's
+// column-major terms D[N, M] = alpha * op(A) B with A = W (K x N, "T"),
+// B = X (K x M, "N"): the "TN" layout both FP4 operands need.
+ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, bool fp4,
+                    const void* x, const void* w, const void* x_scale,
+                    const void* w_scale, void* y, cudaDataType_t y_type,
+                    int64_t m, int64_t n, int64_t k, float alpha,
+                    void* workspace) {
+  const LtApi& api = lt_api();
+  LtCall c(api);
+  const cudaDataType_t in_type = fp4 ? lt::kE2M1 : CUDA_R_16BF;
+  LT_CHECK(api.desc_create(&c.desc, lt::kComputeF32, CUDA_R_32F));
+  const int32_t op_t = lt::kOpT, op_n = lt::kOpN;
+  LT_CHECK(api.desc_set(c.desc, lt::kDescTransA, &op_t, sizeof(op_t)));
+  LT_CHECK(api.desc_set(c.desc, lt::kDescTransB, &op_n, sizeof(op_n)));
+  if (fp4) {
+    const int32_t mode = lt::kScaleVec32Ue8m0;
+    LT_CHECK(api.desc_set(c.desc, lt::kDescAScaleMode, &mode, sizeof(mode)));
+    LT_CHECK(api.desc_set(c.desc, lt::kDescBScaleMode, &mode, sizeof(mode)));
+    LT_CHECK(api.desc_set(c.desc, lt::kDescAScalePointer, &w_scale,
+                          sizeof(w_scale)));
+    LT_CHECK(api.desc_set(c.desc, lt::kDescBScalePointer, &x_scale,
+                          sizeof(x_scale)));
+  }
+  LT_CHECK(api.layout_create(&c.a, in_type, k, n, k));
+  LT_CHECK(api.layout_create(&c.b, in_type, k, m, k));
+  LT_CHECK(api.layout_create(&c.d, y_type, n, m, n));
+  LT_CHECK(api.pref_create(&c.pref));
+  const uint64_t ws = kLtWorkspace;
+  LT_CHECK(api.pref_set(c.pref, lt::kPrefMaxWorkspaceBytes, &ws, sizeof(ws)));
+  lt::HeuristicResult result;
+  int found = 0;
+  const lt::Status hs = api.heuristic(handle, c.desc, c.a, c.b, c.d, c.d,
+                                      c.pref, 1, &result, &found);
+  if (hs != lt::kSuccess || found == 0) {
+    return ffi::Error(
+        ffi::ErrorCode::kUnimplemented,
+        std::string("quartet_mxfp4_gemm: cuBLASLt has no ") +
+            (fp4 ? "block-scaled FP4" : "BF16") + " algorithm for M=" +
+            std::to_string(m) + ", N=" + std::to_string(n) + ", K=" +
+            std::to_string(k) + " (" +
+            (hs == lt::kSuccess ? "no candidates" : api.status_string(hs)) +
+            ")");
+  }
+  const float beta = 0.0f;
+  LT_CHECK(api.matmul(handle, c.desc, &alpha, w, c.a, x, c.b, &beta, y, c.d,
+                      y, c.d, &result.algo, workspace, kLtWorkspace, stream));
+  return ffi::Error::Success();
+}
+
+// Temporary device buffers of one call, allocated on first use and reused by
+// every batch element (the stream orders the reuse).
+struct Buffers {
+  ffi::ScratchAllocator& scratch;
+  void* a = nullptr;
+  void* b = nullptr;
+  size_t a_size = 0, b_size = 0;
+  bool get(size_t na, size_t nb) {
+    if (a_size < na) {
+      auto p = scratch.Allocate(na, 256);
+      if (!p) return false;
+      a = *p, a_size = na;
+    }
+    if (b_size < nb) {
+      auto p = scratch.Allocate(nb, 256);
+      if (!p) return false;
+      b = *p, b_size = nb;
+    }
+    return true;
+  }
+};
+
+// Blackwell: scales into the blocked layout, then the FP4 cuBLASLt GEMM.
+ffi::Error Fp4Gemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const uint8_t* ac, const uint8_t* as,
+                   const uint8_t* bc, const uint8_t* bs, void* y,
+                   cudaDataType_t y_type, int64_t m, int64_t n, int64_t k,
+                   float alpha, void* workspace) {
+  const int64_t ks = k / mx::kGroup, cb = (ks + 3) / 4;
+  const int64_t a_blk = (m + 127) / 128 * 128 * cb * 4;
+  const int64_t b_blk = (n + 127) / 128 * 128 * cb * 4;
+  if (!bufs.get(static_cast<size_t>(a_blk), static_cast<size_t>(b_blk))) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_mxfp4_gemm: no scratch memory for scales");
+  }
+  auto* pa = static_cast<uint8_t*>(bufs.a);
+  auto* pb = static_cast<uint8_t*>(bufs.b);
+  BlockScalesKernel<<<grid_for(a_blk), kThreads, 0, stream>>>(as, pa, m, ks,
+                                                              cb, a_blk);
+  BlockScalesKernel<<<grid_for(b_blk), kThreads, 0, stream>>>(bs, pb, n, ks,
+                                                              cb, b_blk);
+  ffi::Error e = cuda_error("scale layout kernel");
+  if (e.failure()) return e;
+  return LtMatmul(stream, handle, true, ac, bc, pa, pb, y, y_type, m, n, k,
+                  alpha, workspace);
+}
+
+// Hopper/Ampere (or no FP4 algorithm): exact BF16 operands, fp32 GEMM.
+ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const uint8_t* ac,
+                       const uint8_t* as, const uint8_t* bc,
+                       const uint8_t* bs, void* y, cudaDataType_t y_type,
+                       int64_t m, int64_t n, int64_t k, float alpha,
+                       void* workspace) {
+  if (!bufs.get(static_cast<size_t>(m * k * 2),
+                static_cast<size_t>(n * k * 2))) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_mxfp4_gemm: no scratch memory for BF16 "
+                      "operands");
+  }
+  auto* pa = static_cast<__nv_bfloat16*>(bufs.a);
+  auto* pb = static_cast<__nv_bfloat16*>(bufs.b);
+  DequantKernel<<<grid_for(m * k / 2), kThreads, 0, stream>>>(ac, as, pa, k,
+                                                              m * k / 2);
+  DequantKernel<<<grid_for(n * k / 2), kThreads, 0, stream>>>(bc, bs, pb, k,
+                                                              n * k / 2);
+  ffi::Error e = cuda_error("dequantize kernel");
+  if (e.failure()) return e;
+  return LtMatmul(stream, handle, false, pa, pb, nullptr, nullptr, y, y_type,
+                  m, n, k, alpha, workspace);
+}
+
+ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
+                    int32_t device, ffi::Buffer<ffi::U8> a_codes,
+                    ffi::Buffer<ffi::U8> a_scale, ffi::Buffer<ffi::U8> b_codes,
+                    ffi::Buffer<ffi::U8> b_scale,
+                    ffi::Result<ffi::AnyBuffer> y, float alpha) {
+  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
+  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
+  const auto yd = y->dimensions();
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank ||
+      bsd.size() != rank || yd.size() != rank) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: operands must have equal rank >= 2");
+  }
+  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
+  const int64_t batch = prod(ad, 0, rank - 2);
+  const int64_t ks = k / mx::kGroup;
+  bool ok = k % mx::kGroup == 0 && bd[rank - 1] * 2 == k &&
+            asd[rank - 2] == m && asd[rank - 1] == ks && bsd[rank - 2] == n &&
+            bsd[rank - 1] == ks && yd[rank - 2] == m && yd[rank - 1] == n &&
+            prod(bd, 0, rank - 2) == batch;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd));
+  }
+  const auto out_type = y->element_type();
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: result must be float32 or bfloat16");
+  }
+  if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
+  int major = 0, minor = 0;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                             device) != cudaSuccess) {
+    return cuda_error("querying the device");
+  }
+  const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
+  const bool fp4 = (major == 10 || major == 12) && !(force && force[0] == '1');
+  if (!fp4 && major < 8) {
+    return ffi::Error(
+        ffi::ErrorCode::kUnimplemented,
+        "quartet_mxfp4_gemm: compute capability " + std::to_string(major) +
+            "." + std::to_string(minor) +
+            " is not supported (needs >= 8.0 for the BF16 fallback; the FP4 "
+            "path needs 10.x or 12.x)");
+  }
+  const LtApi& api = lt_api();
+  if (!api.ok) {
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      "quartet_mxfp4_gemm: " + api.error);
+  }
+  std::string err;
+  lt::Handle handle = lt_handle(device, &err);
+  if (!handle) return ffi::Error::Internal("quartet_mxfp4_gemm: " + err);
+  auto workspace = scratch.Allocate(kLtWorkspace, 256);
+  if (!workspace) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_mxfp4_gemm: no scratch memory for cuBLASLt");
+  }
+  const cudaDataType_t y_type =
+      out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
+  const size_t y_bytes = out_type == ffi::F32 ? 4 : 2;
+  bool use_fp4 = fp4;
+  Buffers bufs{scratch};
+  for (int64_t t = 0; t < batch; ++t) {
+    const uint8_t* ac = a_codes.typed_data() + t * m * (k / 2);
+    const uint8_t* as = a_scale.typed_data() + t * m * ks;
+    const uint8_t* bc = b_codes.typed_data() + t * n * (k / 2);
+    const uint8_t* bs = b_scale.typed_data() + t * n * ks;
+    void* yt = static_cast<char*>(y->untyped_data()) + t * m * n * y_bytes;
+    ffi::Error e;
+    if (use_fp4) {
+      e = Fp4Gemm(stream, bufs, handle, ac, as, bc, bs, yt, y_type, m, n,
+                  k, alpha, *workspace);
+      if (e.failure() && e.errc() == ffi::ErrorCode::kUnimplemented) {
+        // cuBLASLt offers no block-scaled FP4 algorithm for this problem:
+        // stay correct with the BF16 path and say so once.
+        static std::once_flag warned;
+        std::call_once(warned, [&] {
+          fprintf(stderr, "quartet_mxfp4_gemm: %s; using dequantize + BF16\n",
+                  e.message().c_str());
+        });
+        use_fp4 = false;
+      }
+    }
+    if (!use_fp4) {
+      e = DequantGemm(stream, bufs, handle, ac, as, bc, bs, yt, y_type, m,
+                      n, k, alpha, *workspace);
+    }
+    if (e.failure()) return e;
+    g_last_path.store(use_fp4 ? 1 : 2);
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+#define QUARTET_EXPORT extern "C" __attribute__((visibility("default")))
+QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4GemmCuda(XLA_FFI_CallFrame*);
+QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4QuantizeCuda(XLA_FFI_CallFrame*);
+
+QUARTET_EXPORT int QuartetMxfp4CudaLastGemmPath() { return g_last_path.load(); }
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    QuartetMxfp4GemmCuda, GemmImpl,
+    ffi::Ffi::Bind()
+        .Ctx<ffi::PlatformStream<cudaStream_t>>()
+        .Ctx<ffi::ScratchAllocator>()
+        .Ctx<ffi::DeviceOrdinal>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<float>("alpha"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    QuartetMxfp4QuantizeCuda, QuantizeImpl,
+    ffi::Ffi::Bind()
+        .Ctx<ffi::PlatformStream<cudaStream_t>>()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::Buffer<ffi::F32>>()
+        .Arg<ffi::Buffer<ffi::U32>>()
+        .Ret<ffi::Buffer<ffi::U8>>()
+        .Ret<ffi::Buffer<ffi::U8>>()
+        .Ret<ffi::Buffer<ffi::PRED>>()
+        .Attr<int32_t>("method")
+        .Attr<bool>("rotate")
+        .Attr<int64_t>("period"),
+    {ffi::Traits::kCmdBufferCompatible});

@@ -1,0 +1,123 @@
+"""MXFP4 ops with `implementation=` dispatch: None | "xla" | "pallas" | "ffi".
+
+* None: the pure-jnp reference compiled by XLA; always works on every backend
+  (on a GPU backend the CUDA FFI library when it is built; else one log line).
+* "xla": the same, explicitly.
+* "pallas": the Pallas kernels (`quantize.py`, `gemm.py`); `interpret=None`
+  runs them in interpret mode unless the default backend is a GPU.
+* "ffi": the XLA FFI bridge (`ffi/`: CPU oracle library, CUDA library with
+  cuBLASLt FP4 on Blackwell); build it with
+  `python -m pallas_kernels.mxfp4.ffi.build [--cuda]`.
+
+The reference is fp32 inside; a Pallas kernel equals it up to fp32 summation
+order. A new backend (e.g. the CUDA FFI bridge) is one more branch below.
+
+References:
+  Castro et al., "Quartet: Native FP4 Training Can Be Optimal for Large
+  Language Models", NeurIPS 2025 (arXiv 2505.14669).
+"""
+
+import jax
+import jax.numpy as jnp
+
+from pallas_kernels.mxfp4 import ffi
+from pallas_kernels.mxfp4 import gemm
+from pallas_kernels.mxfp4 import quantize
+from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.reference import MXTensor
+
+IMPLEMENTATIONS = (None, "xla", "pallas", "ffi")
+
+
+def _check(implementation) -> None:
+  if implementation not in IMPLEMENTATIONS:
+    raise ValueError(
+      f"unknown implementation {implementation!r}; one of {IMPLEMENTATIONS}"
+    )
+
+
+def _interpret(interpret: bool | None) -> bool:
+  if interpret is None:
+    return jax.default_backend() != "gpu"
+  return interpret
+
+
+def _as_2d(x: jax.Array) -> jax.Array:
+  return x.reshape(-1, x.shape[-1])
+
+
+def quantize_quest(
+  x: jax.Array,
+  *,
+  hadamard: bool = True,
+  implementation: str | None = None,
+  interpret: bool | None = None,
+) -> tuple[MXTensor, jax.Array]:
+  """QuEST forward quantizer; see `reference.quantize_quest`."""
+  _check(implementation)
+  if ffi.selected(implementation):
+    return ffi.quantize_quest(x, hadamard=hadamard)
+  if implementation == "pallas" and hadamard:
+    t, mask = quantize.quantize_pallas(
+      _as_2d(x), method="quest", interpret=_interpret(interpret)
+    )
+    lead = x.shape[:-1]
+    return (
+      MXTensor(
+        t.codes.reshape(*lead, -1), t.scale.reshape(*lead, -1), t.alpha_inv
+      ),
+      mask.reshape(x.shape),
+    )
+  return reference.quantize_quest(x, hadamard=hadamard)
+
+
+def quantize_absmax(
+  x: jax.Array,
+  *,
+  signs: jax.Array | None = None,
+  hadamard: bool = True,
+  stochastic: bool = True,
+  seed: jax.Array | None = None,
+  implementation: str | None = None,
+  interpret: bool | None = None,
+) -> MXTensor:
+  """Absmax x 3/4 backward quantizer (SR or RTN); see the reference."""
+  _check(implementation)
+  if ffi.selected(implementation):
+    return ffi.quantize_absmax(
+      x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed
+    )
+  if implementation == "pallas" and hadamard:
+    t, _ = quantize.quantize_pallas(
+      _as_2d(x),
+      method="absmax_sr" if stochastic else "absmax_rtn",
+      signs=signs,
+      seed=seed,
+      interpret=_interpret(interpret),
+    )
+    lead = x.shape[:-1]
+    return MXTensor(
+      t.codes.reshape(*lead, -1), t.scale.reshape(*lead, -1), t.alpha_inv
+    )
+  return reference.quantize_absmax(
+    x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed
+  )
+
+
+def mx_matmul(
+  a: MXTensor,
+  b: MXTensor,
+  *,
+  out_dtype=jnp.float32,
+  implementation: str | None = None,
+  interpret: bool | None = None,
+) -> jax.Array:
+  """dequant(a)[M, K] @ dequant(b)[N, K]^T with alpha = 1 / (a.alpha_inv b.alpha_inv)."""
+  _check(implementation)
+  if ffi.selected(implementation):
+    return ffi.mx_matmul(a, b, out_dtype=out_dtype)
+  if implementation == "pallas":
+    return gemm.mx_matmul_pallas(
+      a, b, out_dtype=out_dtype, interpret=_interpret(interpret)
+    )
+  return reference.mx_matmul(a, b, out_dtype=out_dtype)

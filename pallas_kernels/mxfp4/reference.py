@@ -1,0 +1,389 @@
+"""Pure-jnp MXFP4 reference: formats, packing, Quartet's quantizers, the GEMM.
+
+This file is the ground truth for the Pallas kernels (`gemm.py`,
+`quantize.py`) and for the CUDA FFI bridge (`ffi/`): every kernel must equal
+these functions up to fp32 summation order. Everything is fp32 inside.
+
+Layout (`MXTensor`, quantization axis = last axis, groups of 32 elements):
+  codes: uint8 [..., C/2]; two E2M1 codes per byte, the even element in the low
+    nibble (PTX `cvt.rn.satfinite.e2m1x2.f32`, Triton `dot_scaled`, QuTLASS and
+    `lax.bitcast_convert_type(f4[..., 2] -> u8)` all agree).
+  scale: uint8 [..., C/32]; E8M0 bits, value 2^(byte - 127); 255 is NaN.
+  alpha_inv: static int; dequant = e2m1(code) * 2^(byte - 127) / alpha_inv.
+    Forward (QuEST) tensors use 1, backward (absmax x 3/4) tensors use 3, so a
+    backward GEMM carries alpha = 1/9 in its epilogue.
+
+Non-finite input: a 32-group holding NaN or Inf gets scale byte 255 (E8M0 NaN)
+and dequantizes to NaN, so the GEMM output turns NaN instead of silently finite;
+the training loop's finiteness check then names the step.
+
+References:
+  Castro et al., "Quartet: Native FP4 Training Can Be Optimal for Large
+  Language Models", NeurIPS 2025 (arXiv 2505.14669); OCP Microscaling
+  Formats (MX) v1.0.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+GROUP = 32  # MX block size = Hadamard size in Quartet.
+E2M1_MAX = 6.0
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+# QuEST: the MSE-optimal clip of a unit Gaussian onto the FP4 grid (2.9225
+# sigma) mapped onto the grid maximum 6 (authors' constant, 2.92247856 / 6).
+QUEST_SIGMA_SCALE = 0.48707948
+QUEST_EPS = 1e-8
+E8M0_NAN = 255
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class MXTensor:
+  """MXFP4 tensor quantized along its last axis (see the module docstring).
+
+  Attributes:
+    codes: uint8 [..., C/2], packed E2M1 codes (even element in low nibble).
+    scale: uint8 [..., C/32], E8M0 exponent bytes.
+    alpha_inv: static 1 (forward/QuEST/OCP) or 3 (backward absmax x 3/4).
+  """
+
+  codes: jax.Array
+  scale: jax.Array
+  alpha_inv: int = dataclasses.field(default=1, metadata=dict(static=True))
+
+  @property
+  def shape(self) -> tuple[int, ...]:
+    """Logical (unpacked) shape [..., C]."""
+    return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
+
+
+# ----------------------------------------------------------------------------
+# E2M1 elements.
+
+
+def e2m1_encode_rne(a: jax.Array) -> jax.Array:
+  """Nearest E2M1 code (0..15) of `a`, ties to the even code, saturating at 6.
+
+  Only comparisons, so the same code runs inside Pallas kernels. Each midpoint
+  between neighbours uses `>` when the lower code is even and `>=` when the
+  upper one is, which is round-half-to-even on codes (= hardware `cvt.rn`,
+  = `astype(jnp.float4_e2m1fn)`). NaN maps to +0.
+  """
+  m = jnp.abs(a)
+  c = (
+    (m > 0.25).astype(jnp.uint8)
+    + (m >= 0.75).astype(jnp.uint8)
+    + (m > 1.25).astype(jnp.uint8)
+    + (m >= 1.75).astype(jnp.uint8)
+    + (m > 2.5).astype(jnp.uint8)
+    + (m >= 3.5).astype(jnp.uint8)
+    + (m > 5.0).astype(jnp.uint8)
+  )
+  return c | jnp.where(a < 0, jnp.uint8(8), jnp.uint8(0))
+
+
+def e2m1_magnitude(c: jax.Array) -> jax.Array:
+  """fp32 magnitude of a 3-bit E2M1 magnitude code (0..7), arithmetically."""
+  c = c.astype(jnp.int32)
+  e = c >> 1  # exponent field
+  m = (c & 1).astype(jnp.float32)  # mantissa bit
+  # e = 0: subnormal 0.5 m; e >= 1: 2^(e-1) (1 + m/2). 2^(e-1) for e in 1..3.
+  pow2 = jnp.where(e == 3, 4.0, jnp.where(e == 2, 2.0, 1.0))
+  return jnp.where(e == 0, 0.5 * m, pow2 * (1.0 + 0.5 * m))
+
+
+def e2m1_decode(codes: jax.Array) -> jax.Array:
+  """fp32 value of unpacked E2M1 codes (0..15; 8..15 negative, 8 = -0)."""
+  c = codes.astype(jnp.int32)
+  mag = e2m1_magnitude(c & 7)
+  return jnp.where((c & 8) != 0, -mag, mag)
+
+
+def _e2m1_step(m: jax.Array) -> jax.Array:
+  """Grid spacing of E2M1 at magnitude m in [0, 6]: 0.5 below 2, 1 below 4, else 2."""
+  return jnp.where(m < 2.0, 0.5, jnp.where(m < 4.0, 1.0, 2.0))
+
+
+def _e2m1_code_of_grid_value(v: jax.Array) -> jax.Array:
+  """Magnitude code (0..7) of an exact E2M1 grid magnitude v."""
+  c = jnp.where(v < 2.0, 2.0 * v, jnp.where(v < 4.0, v + 2.0, 0.5 * v + 4.0))
+  return c.astype(jnp.uint8)
+
+
+def e2m1_encode_sr(a: jax.Array, u: jax.Array) -> jax.Array:
+  """Stochastic rounding onto the E2M1 grid: unbiased for |a| <= 6.
+
+  lo <= |a| <= hi are the bracketing grid points; hi is taken iff
+  u < (|a| - lo) / (hi - lo), with u ~ U[0, 1). Within a binade the grid is
+  uniform with spacing `step`, so this is floor(|a| / step + u) * step
+  (exact in fp32: step is a power of two). |a| > 6 saturates to 6.
+  """
+  m = jnp.minimum(jnp.abs(a), E2M1_MAX)
+  step = _e2m1_step(m)
+  q = jnp.minimum(jnp.floor(m / step + u) * step, E2M1_MAX)
+  c = _e2m1_code_of_grid_value(q)
+  return c | jnp.where(a < 0, jnp.uint8(8), jnp.uint8(0))
+
+
+def pack_nibbles(codes: jax.Array) -> jax.Array:
+  """uint8 codes [..., C] (values 0..15) -> packed uint8 [..., C/2]."""
+  c = codes.astype(jnp.uint8)
+  return c[..., 0::2] | (c[..., 1::2] << 4)
+
+
+def unpack_nibbles(packed: jax.Array) -> jax.Array:
+  """Packed uint8 [..., C/2] -> codes uint8 [..., C] (even = low nibble)."""
+  lo, hi = packed & 0xF, packed >> 4
+  return jnp.stack([lo, hi], axis=-1).reshape(*packed.shape[:-1], -1)
+
+
+def pack_mask_bits(mask: jax.Array) -> jax.Array:
+  """bool [..., C] -> uint8 [..., C/8]; bit i of byte j is element 8j + i."""
+  m = mask.reshape(*mask.shape[:-1], -1, 8).astype(jnp.uint8)
+  weights = jnp.asarray([1 << i for i in range(8)], jnp.uint8)
+  return jnp.sum(m * weights, axis=-1, dtype=jnp.uint8)
+
+
+def unpack_mask_bits(bits: jax.Array) -> jax.Array:
+  """uint8 [..., C/8] -> bool [..., C] (inverse of `pack_mask_bits`)."""
+  shifts = jnp.arange(8, dtype=jnp.uint8)
+  m = (bits[..., None] >> shifts) & 1
+  return m.reshape(*bits.shape[:-1], -1).astype(bool)
+
+
+# ----------------------------------------------------------------------------
+# E8M0 scales: exact integer exponent arithmetic on fp32 bits. Never
+# `astype(float8_e8m0fnu)`, which rounds instead of flooring.
+
+
+def floor_log2(v: jax.Array) -> jax.Array:
+  """floor(log2(v)) for v >= 0 from the fp32 exponent bits (int32).
+
+  Exact for normal numbers; zero and subnormals give -127 (E8M0 byte 0).
+  """
+  bits = lax.bitcast_convert_type(v.astype(jnp.float32), jnp.int32)
+  return ((bits >> 23) & 0xFF) - 127
+
+
+def exp2_int(e: jax.Array) -> jax.Array:
+  """Exact fp32 2^e for integer e in [-127, 127] built from the bits."""
+  e = e.astype(jnp.int32)
+  bits = (jnp.maximum(e, -126) + 127) << 23
+  v = lax.bitcast_convert_type(bits, jnp.float32)
+  return jnp.where(e < -126, 0.5 * v, v)
+
+
+def scale_byte(e: jax.Array, finite: jax.Array) -> jax.Array:
+  """E8M0 byte of 2^e (clipped to [0, 254]); 255 (NaN) where not `finite`."""
+  b = jnp.clip(e + 127, 0, 254)
+  return jnp.where(finite, b, E8M0_NAN).astype(jnp.uint8)
+
+
+def scale_value(byte: jax.Array) -> jax.Array:
+  """fp32 value of an E8M0 byte: 2^(byte - 127); NaN for 255."""
+  b = byte.astype(jnp.int32)
+  return jnp.where(b == E8M0_NAN, jnp.nan, exp2_int(b - 127))
+
+
+# ----------------------------------------------------------------------------
+# Hadamard (matmul form, the one GPU kernels use; lib.quant has the FWHT).
+
+
+def hadamard_matrix(n: int = GROUP) -> np.ndarray:
+  """Orthonormal Sylvester Hadamard, H[i, j] = (-1)^popcount(i & j) / sqrt(n)."""
+  i = np.arange(n)
+  parity = np.vectorize(lambda v: bin(v).count("1") & 1)(i[:, None] & i[None])
+  return ((1 - 2 * parity) / np.sqrt(n)).astype(np.float32)
+
+
+def rotation_matrix(signs: jax.Array | None = None) -> jax.Array:
+  """H32 diag(signs): the (randomised) rotation applied per 32-group."""
+  h = jnp.asarray(hadamard_matrix(GROUP))
+  if signs is None:
+    return h
+  return h * signs.astype(jnp.float32)[None, :]
+
+
+def _groups(x: jax.Array) -> jax.Array:
+  return x.reshape(*x.shape[:-1], x.shape[-1] // GROUP, GROUP)
+
+
+def rotate(x: jax.Array, signs: jax.Array | None = None) -> jax.Array:
+  """x -> x H diag(signs) per 32-group of the last axis (fp32)."""
+  r = rotation_matrix(signs)
+  y = jnp.einsum(
+    "...gi,ij->...gj",
+    _groups(x.astype(jnp.float32)),
+    r,
+    precision=lax.Precision.HIGHEST,
+  )
+  return y.reshape(x.shape)
+
+
+def unrotate(x: jax.Array, signs: jax.Array | None = None) -> jax.Array:
+  """Inverse of `rotate`: x diag(signs) H per 32-group (H is symmetric)."""
+  r = rotation_matrix(signs)
+  y = jnp.einsum(
+    "...gj,ij->...gi",
+    _groups(x.astype(jnp.float32)),
+    r,
+    precision=lax.Precision.HIGHEST,
+  )
+  return y.reshape(x.shape)
+
+
+# ----------------------------------------------------------------------------
+# Counter-based uniforms for stochastic rounding: the same integer hash runs in
+# the reference and inside the kernels, so both round identically.
+
+
+def _mix32(x: jax.Array) -> jax.Array:
+  """lowbias32 integer finaliser (uint32 -> uint32)."""
+  x = x ^ (x >> 16)
+  x = x * np.uint32(0x7FEB352D)
+  x = x ^ (x >> 15)
+  x = x * np.uint32(0x846CA68B)
+  return x ^ (x >> 16)
+
+
+def hash_uniform(seed: jax.Array, index: jax.Array) -> jax.Array:
+  """U[0, 1) fp32 from (uint32 seed, uint32 element index).
+
+  One lowbias32 round over a Weyl-scrambled index xor a mixed seed: cheap
+  enough for every element, and the SR error statistics match the spec's
+  (Tseng SR relative MSE 0.0282 on Gaussian data).
+  """
+  key = _mix32(seed.astype(jnp.uint32) ^ np.uint32(0x9E3779B9))
+  h = _mix32(index.astype(jnp.uint32) * np.uint32(0x9E3779B9) ^ key)
+  return (h >> 8).astype(jnp.float32) * np.float32(2.0**-24)
+
+
+def element_index(shape: tuple[int, ...]) -> jax.Array:
+  """Row-major flat index of every element of a tensor of `shape` (uint32)."""
+  return jnp.arange(int(np.prod(shape)), dtype=jnp.uint32).reshape(shape)
+
+
+def seed_from_key(key: jax.Array) -> jax.Array:
+  """uint32 scalar seed for `hash_uniform` drawn from a typed PRNG key."""
+  return jax.random.bits(key, (), jnp.uint32)
+
+
+# ----------------------------------------------------------------------------
+# Quantizers (all quantize along the last axis, C % 32 == 0).
+
+
+def _check_last_axis(x: jax.Array) -> None:
+  if x.ndim < 1 or x.shape[-1] % GROUP:
+    raise ValueError(
+      f"MXFP4 quantizes along the last axis in groups of {GROUP}: got shape "
+      f"{x.shape}, whose last axis is not a multiple of {GROUP}"
+    )
+
+
+def quantize_quest(
+  x: jax.Array, *, hadamard: bool = True
+) -> tuple[MXTensor, jax.Array]:
+  """Quartet's forward quantizer (QuEST, RMS scale, RTN, trust mask).
+
+  Per 32-group of the rotated x: sigma = population std; scale
+  2^floor(log2(0.48707948 sigma + 1e-8)) (the floor is deliberate, keep it);
+  codes = RNE(x_r / scale) saturating at 6; mask = |x_r / scale| < 6.
+
+  Returns:
+    (MXTensor with alpha_inv 1 in the rotated domain, bool mask of x's shape).
+  """
+  _check_last_axis(x)
+  xr = rotate(x) if hadamard else x.astype(jnp.float32)
+  g = _groups(xr)
+  mean = jnp.mean(g, axis=-1)
+  var = jnp.maximum(jnp.mean(g * g, axis=-1) - mean * mean, 0.0)
+  v = QUEST_SIGMA_SCALE * jnp.sqrt(var) + QUEST_EPS
+  byte = scale_byte(floor_log2(v), jnp.isfinite(v))
+  a = g * exp2_int(127 - byte.astype(jnp.int32))[..., None]
+  mask = (jnp.abs(a) < E2M1_MAX).reshape(x.shape)
+  codes = pack_nibbles(e2m1_encode_rne(a).reshape(x.shape))
+  return MXTensor(codes, byte, alpha_inv=1), mask
+
+
+def quantize_absmax(
+  x: jax.Array,
+  *,
+  signs: jax.Array | None = None,
+  hadamard: bool = True,
+  stochastic: bool = True,
+  seed: jax.Array | None = None,
+) -> MXTensor:
+  """Quartet's backward quantizer (absmax x 3/4 headroom, SR; Tseng et al.).
+
+  Per 32-group of x_r = x H diag(signs): e = floor(log2(amax)); codes =
+  SR(3 x_r / 2^e) (|.| < 6, so SR never overflows) or RNE if not
+  `stochastic`. The stored scale is 2^e; the 1/3 lives in alpha_inv = 3.
+
+  Args:
+    x: [..., C] with C % 32 == 0.
+    signs: optional [32] +-1 column signs of the randomised Hadamard.
+    hadamard: rotate at all (False: plain absmax, `signs` ignored).
+    stochastic: stochastic rounding (True) or round-to-nearest-even.
+    seed: uint32 scalar for `hash_uniform` (required when stochastic).
+  """
+  _check_last_axis(x)
+  xr = rotate(x, signs) if hadamard else x.astype(jnp.float32)
+  g = _groups(xr)
+  amax = jnp.max(jnp.abs(g), axis=-1)
+  byte = scale_byte(floor_log2(amax), jnp.isfinite(amax))
+  a = 3.0 * g * exp2_int(127 - byte.astype(jnp.int32))[..., None]
+  a = a.reshape(x.shape)
+  if stochastic:
+    if seed is None:
+      raise ValueError("stochastic rounding needs a seed")
+    codes = e2m1_encode_sr(a, hash_uniform(seed, element_index(x.shape)))
+  else:
+    codes = e2m1_encode_rne(a)
+  return MXTensor(pack_nibbles(codes), byte, alpha_inv=3)
+
+
+def quantize_ocp(x: jax.Array) -> MXTensor:
+  """OCP MX v1.0 absmax rule: scale 2^(floor(log2 amax) - 2), RNE, saturate."""
+  _check_last_axis(x)
+  g = _groups(x.astype(jnp.float32))
+  amax = jnp.max(jnp.abs(g), axis=-1)
+  e = jnp.where(amax > 0, floor_log2(amax) - 2, -127)
+  byte = scale_byte(e, jnp.isfinite(amax))
+  a = g * exp2_int(127 - byte.astype(jnp.int32))[..., None]
+  codes = pack_nibbles(e2m1_encode_rne(a).reshape(x.shape))
+  return MXTensor(codes, byte, alpha_inv=1)
+
+
+def dequantize(t: MXTensor) -> jax.Array:
+  """fp32 values e2m1(code) * 2^(byte - 127) / alpha_inv, shape [..., C]."""
+  vals = _groups(e2m1_decode(unpack_nibbles(t.codes)))
+  vals = vals * scale_value(t.scale)[..., None]
+  out = vals.reshape(t.shape)
+  return out / t.alpha_inv if t.alpha_inv != 1 else out
+
+
+def mx_matmul(a: MXTensor, b: MXTensor, *, out_dtype=jnp.float32) -> jax.Array:
+  """dequant(a) [M, K] @ dequant(b)[N, K]^T in fp32 (both K-major, "TN")."""
+  y = jnp.dot(dequantize(a), dequantize(b).T, precision=lax.Precision.HIGHEST)
+  return y.astype(out_dtype)
+
+
+def to_blocked(scale: jax.Array) -> jax.Array:
+  """Scale [R, C] -> flat cuBLAS/CUTLASS block-scaling layout.
+
+  Pads to 128-row x 4-column tiles; within a tile, element (r, c) of the
+  32 x 16 sub-tile holds scale[r + 32 (c // 4), c % 4] (QuTLASS `to_blocked`,
+  TE `nvte_swizzle_scaling_factors`).
+  """
+  rows, cols = scale.shape
+  rb, cb = -(-rows // 128), -(-cols // 4)
+  padded = (
+    jnp.zeros((rb * 128, cb * 4), scale.dtype).at[:rows, :cols].set(scale)
+  )
+  blocks = padded.reshape(rb, 128, cb, 4).transpose(0, 2, 1, 3)
+  tiles = blocks.reshape(-1, 4, 32, 4).transpose(0, 2, 1, 3)
+  return tiles.reshape(-1)

@@ -1,0 +1,51 @@
+"""The byte-level stdlib corpus: deterministic, splittable, user paths."""
+
+import jax
+import numpy as np
+import pytest
+
+from lib.core import errors
+from lib.data import text
+
+
+def test_stdlib_corpus_is_deterministic_python_source():
+  a = text.load_corpus(max_bytes=50_000)
+  b = text.load_corpus(max_bytes=50_000)
+  assert a.dtype == np.uint8 and a.shape == (50_000,)
+  np.testing.assert_array_equal(a, b)
+  assert b"import" in a.tobytes() or b"def " in a.tobytes()
+
+
+def test_user_dir_file_and_token_file(tmp_path):
+  (tmp_path / "b.txt").write_bytes(b"world")
+  (tmp_path / "a.txt").write_bytes(b"hello ")
+  (tmp_path / "skip.bin").write_bytes(b"xxxx")
+  np.testing.assert_array_equal(
+    text.load_corpus(str(tmp_path)), np.frombuffer(b"hello \nworld\n", np.uint8)
+  )
+  np.testing.assert_array_equal(
+    text.load_corpus(str(tmp_path / "a.txt")),
+    np.frombuffer(b"hello ", np.uint8),
+  )
+  np.save(tmp_path / "tok.npy", np.arange(10))
+  np.testing.assert_array_equal(
+    text.load_corpus(str(tmp_path / "tok.npy")), np.arange(10)
+  )
+  np.save(tmp_path / "bad.npy", np.array([300]))
+  with pytest.raises(errors.ConfigError, match="outside"):
+    text.load_corpus(str(tmp_path / "bad.npy"))
+  with pytest.raises(errors.ConfigError, match="does not exist"):
+    text.load_corpus(str(tmp_path / "missing"))
+
+
+def test_split_and_windows():
+  tokens = np.arange(1000) % 256
+  train, val = text.train_val_split(tokens.astype(np.uint8), 0.1)
+  assert len(train) == 900 and len(val) == 100 and val[0] == 900 % 256
+  w = text.sample_windows(jax.numpy.asarray(tokens), jax.random.key(0), 4, 16)
+  assert w.shape == (4, 17)
+  np.testing.assert_array_equal(np.diff(np.asarray(w), axis=1) % 256, 1)
+  ev = text.eval_windows(tokens, 16, 3)
+  assert ev.shape == (3, 17) and ev[1, 0] == 16
+  with pytest.raises(errors.ConfigError, match="val_fraction"):
+    text.train_val_split(tokens, 1.5)

@@ -1,0 +1,114 @@
+"""Oracles for the PDE generators and analytic labels (HNS Spec B)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lib import pde
+
+
+def _params(key, num, num_modes=5):
+  p = pde.sample_sine_params(key, num, num_modes=num_modes)
+  return jax.tree.map(lambda a: a.astype(jnp.float64), p)
+
+
+def test_advection_periodic_and_conserved():
+  with jax.enable_x64(True):
+    length, n = 16.0, 128
+    g = pde.periodic_grid(n, length)
+    params = _params(jax.random.key(0), 3)
+    t = jnp.asarray([0.0, 3.7, length, length + 3.7])
+    traj = pde.advection_trajectories(params, g.x, t, length=length)
+    np.testing.assert_allclose(traj[:, 2], traj[:, 0], atol=1e-12)
+    np.testing.assert_allclose(traj[:, 3], traj[:, 1], atol=1e-12)
+    for power in (1, 2):
+      q = pde.integrate(traj**power, g.dx)
+      np.testing.assert_allclose(q, q[:, :1] * jnp.ones_like(q), atol=1e-12)
+
+
+def test_advection_labels_match_richardson():
+  with jax.enable_x64(True):
+    length, n, dt = 16.0, 128, 0.02
+    g = pde.periodic_grid(n, length)
+    traj = pde.advection_trajectories(
+      _params(jax.random.key(1), 2), g.x, jnp.arange(30) * dt, length=length
+    )
+    j = pde.dx_operator(dx=g.dx, length=length, stencil="spectral")
+    label = pde.functional_derivative_label("advection", traj, g)
+    rhs = j(label)
+    dudt = jax.vmap(pde.richardson_dudt, in_axes=(0, None))(traj, dt)
+    err = float(pde.relative_l2(rhs.ravel(), dudt.ravel()))
+    assert err < 1e-4, err
+
+
+def test_etdrk4_full_circle_coefficients_are_consistent():
+  with jax.enable_x64(True):
+    # For L -> 0 the phi-functions tend to dt/2, dt/6, dt/6, dt/6 (Q, f1..3)
+    # and the full-circle contour keeps them real for imaginary L.
+    dt = 0.01
+    e, e2, q, f1, f2, f3 = pde.etdrk4_coefficients(
+      1j * np.array([0.0, 1.0]), dt
+    )
+    np.testing.assert_allclose(q[0], dt / 2, atol=1e-15)
+    np.testing.assert_allclose([f1[0], f2[0], f3[0]], [dt / 6] * 3, atol=1e-15)
+    np.testing.assert_allclose(q[1], (np.exp(0.5j * dt) - 1) / 1j, atol=1e-14)
+
+
+def test_kdv_single_soliton():
+  with jax.enable_x64(True):
+    length, n = 100.0, 256
+    g = pde.periodic_grid(n, length)
+    u0 = pde.kdv_soliton(g.x, 0.0, a=0.5, x0=30.0, length=length)
+    traj = pde.kdv_etdrk4(
+      u0, length=length, dt=0.01, save_every=500, num_saves=2
+    )
+    exact = pde.kdv_soliton(g.x, 10.0, a=0.5, x0=30.0, length=length)
+    err = float(jnp.max(jnp.abs(traj[-1] - exact)))
+    assert err < 1e-6, err
+
+
+def test_kdv_conserved_quantities_and_labels():
+  with jax.enable_x64(True):
+    length, n = 100.0, 256
+    g = pde.periodic_grid(n, length)
+    params = _params(jax.random.key(3), 1, num_modes=10)
+    u0 = jax.vmap(lambda p: pde.sine_series(p, g.x, length))(params)
+    traj = pde.kdv_trajectories(
+      u0, length=length, dt=0.01, save_every=1000, num_saves=10
+    )[0]
+    mass = pde.integrate(traj, g.dx)
+    assert float(jnp.max(jnp.abs(mass - mass[0]))) < 1e-12
+    energy = pde.integrate(traj**2, g.dx)
+    h = pde.hamiltonian("kdv", traj, g, stencil="spectral")
+    for q in (energy, h):
+      drift = float(jnp.max(jnp.abs(q - q[0])) / jnp.abs(q[0]))
+      assert drift < 1e-7, drift
+    # Analytic labels: J dH/du (spectral) matches Richardson du/dt.
+    dt = 0.1
+    fine = pde.kdv_etdrk4(
+      traj[0], length=length, dt=0.01, save_every=10, num_saves=20
+    )
+    label = pde.functional_derivative_label("kdv", fine, g, stencil="spectral")
+    rhs = pde.spectral_dx(label, length)
+    dudt = pde.richardson_dudt(fine, dt)
+    err = float(pde.relative_l2(rhs[2:-2].ravel(), dudt[2:-2].ravel()))
+    assert err < 1e-3, err
+
+
+def test_wave_exact_solution_is_hamiltonian_flow():
+  with jax.enable_x64(True):
+    length, n = 8.0, 64
+    g = pde.periodic_grid(n, length)
+    p = _params(jax.random.key(4), 2, num_modes=3)
+    phi0 = pde.sine_series(jax.tree.map(lambda a: a[0], p), g.x, length)
+    pi0 = pde.sine_series(jax.tree.map(lambda a: a[1], p), g.x, length)
+    state0 = jnp.stack([phi0, pi0])[None]
+    dt = 0.01
+    traj = pde.wave_trajectories(state0, jnp.arange(20) * dt, length=length)[0]
+    label = pde.functional_derivative_label("wave", traj, g, stencil="spectral")
+    rhs = pde.canonical_j(label)
+    dudt = pde.richardson_dudt(traj, dt)
+    err = float(pde.relative_l2(rhs.ravel(), dudt.ravel()))
+    assert err < 1e-6, err
+    h = pde.hamiltonian("wave", traj, g, stencil="spectral")
+    np.testing.assert_allclose(h, h[0] * jnp.ones_like(h), rtol=1e-12)

@@ -1,0 +1,170 @@
+"""Oracles for the HNS functional, its autodiff derivative, metrics, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lib import pde
+from lib.core import errors
+from lib.pde import solver
+
+
+@pytest.mark.parametrize("kind", ["uniform", "trapezoid_endpoints"])
+def test_functional_derivative_of_fixed_kernels(kind):
+  with jax.enable_x64(True):
+    g = pde.periodic_grid(50, 3.0, kind)
+    mu_dx = g.mu * g.dx
+    u = jnp.sin(2 * jnp.pi * g.x / 3.0) + 0.3 * jnp.cos(4 * jnp.pi * g.x / 3.0)
+    # kappa(x, u) = u / 2: H = 1/2 int u^2, dH/du = u.
+    half = lambda v: jnp.sum(mu_dx * (0.5 * v) * v)
+    np.testing.assert_allclose(
+      pde.functional_derivative(half, u, mu_dx), u, atol=1e-10
+    )
+    # kappa(x) = x^2: H = int x^2 u, dH/du = x^2 (independent of u).
+    lin = lambda v: jnp.sum(mu_dx * g.x**2 * v)
+    np.testing.assert_allclose(
+      pde.functional_derivative(lin, u, mu_dx), g.x**2, atol=1e-10
+    )
+
+
+def _ikf(**kw):
+  defaults = dict(
+    length=4.0, width=8, num_layers=2, proj_dim=8, film_hidden=(8,)
+  )
+  return pde.IntegralKernelFunctional(**{**defaults, **kw})
+
+
+@pytest.mark.parametrize("mlp_kernel", [False, True])
+def test_linear_ikf_derivative_is_the_kernel(mlp_kernel):
+  # For a linear kernel dH/du = kappa(x_i) . P_u for any u, and dividing by
+  # mu dx removes the quadrature weights (uniform vs trapezoid agree).
+  with jax.enable_x64(True):
+    model = _ikf(kernel_type="linear", film="none")
+    if mlp_kernel:
+      model = pde.KernelMLPFunctional(hidden=(8,), kernel_type="linear")
+    x = jnp.linspace(0.0, 4.0, 33)
+    dx = 4.0 / 32
+    uni = pde.quadrature_weights(33, "uniform", jnp.float64) * dx
+    trap = pde.quadrature_weights(33, "trapezoid_endpoints", jnp.float64) * dx
+    params = model.init(jax.random.key(0), jnp.zeros(33), x, uni)
+    # Non-zero output layer, so that kappa is not identically zero.
+    params = jax.tree.map(lambda a: a + 0.1, params)
+    fd = jax.jit(
+      lambda u, w: pde.functional_derivative(
+        lambda v: model.apply(params, v, x, w), u, w
+      )
+    )
+    u1 = jnp.sin(x)
+    u2 = jnp.cos(3 * x) ** 2
+    np.testing.assert_allclose(fd(u1, uni), fd(u2, uni), atol=1e-12)
+    np.testing.assert_allclose(fd(u1, uni), fd(u1, trap), atol=1e-12)
+
+
+@pytest.mark.parametrize("film", ["none", "local", "global"])
+def test_ikf_derivative_matches_directional_difference(film):
+  with jax.enable_x64(True):
+    g = pde.periodic_grid(32, 4.0)
+    mu_dx = g.mu * g.dx
+    model = _ikf(film=film, kernel_type="nonlinear")
+    params = model.init(jax.random.key(1), jnp.zeros(32), g.x, mu_dx)
+    params = jax.tree.map(lambda a: a.astype(jnp.float64), params)
+    h = jax.jit(lambda v: model.apply(params, v, g.x, mu_dx))
+    u = jnp.sin(2 * jnp.pi * g.x / 4.0)
+    v = jnp.cos(2 * jnp.pi * 3 * g.x / 4.0)
+    eps = 1e-5
+    directional = (h(u + eps * v) - h(u - eps * v)) / (2 * eps)
+    fd = pde.functional_derivative(h, u, mu_dx)
+    # <dH/du, v> in the quadrature inner product is the directional derivative.
+    np.testing.assert_allclose(jnp.sum(mu_dx * fd * v), directional, rtol=1e-7)
+
+
+def test_bad_model_config():
+  with pytest.raises(errors.ConfigError, match="film"):
+    _ikf(film="attention").init(
+      jax.random.key(0), jnp.zeros(8), jnp.zeros(8), jnp.ones(8)
+    )
+
+
+def _advection_setup(n=16):
+  import ml_collections
+
+  g = pde.periodic_grid(n, 4.0)
+  mc = ml_collections.ConfigDict(
+    dict(
+      width=8,
+      num_layers=2,
+      proj_dim=8,
+      kernel_type="nonlinear",
+      film="local",
+      film_hidden=(8,),
+      film_kernel_size=3,
+      omega0=1.0,
+    )
+  )
+  model = solver.build_model("hns", mc, 4.0)
+  params = solver.init_params("hns", model, g, jax.random.key(0))
+  return g, model, params
+
+
+def test_rollout_rejects_bad_initial_conditions():
+  g, model, params = _advection_setup()
+  roll = lambda u0: solver.rollout(
+    "hns", model, params, u0, g, dt=0.01, num_steps=3
+  )
+  good = jnp.sin(2 * jnp.pi * g.x / 4.0)[None]
+  assert roll(good).shape == (1, 4, 16)
+  with pytest.raises(errors.ShapeError, match="n_x = 16"):
+    roll(jnp.sin(jnp.linspace(0, 1, 24))[None])
+  with pytest.raises(errors.NonFiniteError, match="non-finite"):
+    roll(good.at[0, 3].set(jnp.nan))
+  with pytest.raises(errors.ConfigError, match="not periodic"):
+    roll(g.x[None])  # a ramp: its wrap-around jump is the whole range
+  with pytest.raises(errors.UserError):
+    solver.build_model("fno", None, 4.0)
+
+
+def test_training_targets_and_batches():
+  g, _, _ = _advection_setup()
+  params = pde.sample_sine_params(jax.random.key(2), 3, num_modes=2)
+  traj = pde.advection_trajectories(
+    params, g.x, jnp.arange(8) * 0.1, length=4.0
+  )
+  u, label = solver.training_targets(
+    "hns", "advection", traj, g, 0.1, label_stencil="central"
+  )
+  np.testing.assert_array_equal(label, traj)  # dH/du = u (c = -1)
+  u, inc = solver.training_targets(
+    "next_step_cnn", "advection", traj, g, 0.1, label_stencil="central"
+  )
+  assert u.shape == inc.shape == (3, 7, 16)
+  np.testing.assert_allclose(u + inc, traj[:, 1:], atol=1e-6)
+  batch = solver.snapshot_batch({"u": u, "target": inc}, jax.random.key(0), 5)
+  assert batch["u"].shape == batch["target"].shape == (5, 16)
+
+
+def test_metrics_oracles():
+  t = jnp.linspace(0.0, 1.0, 10)
+  x = jnp.linspace(0.0, 2 * np.pi, 32, endpoint=False)
+  true = jnp.sin(x[None] + t[:, None])  # [T, n]
+  pred = true.at[6:].set(-true[6:])
+  assert int(pde.correlation_time(pred, true)) == 6
+  assert int(pde.correlation_time(true, true)) == 10
+  assert int(pde.correlation_time(pred.at[3].set(jnp.nan), true)) == 3
+  np.testing.assert_allclose(pde.relative_l2(2 * true, true), 1.0, rtol=1e-6)
+  np.testing.assert_allclose(
+    pde.hamiltonian_error(jnp.array([2.0, 4.0]), jnp.array([1.0, 4.0])),
+    0.125,
+  )
+
+
+def test_rollout_metrics_skip_blown_up_trajectories():
+  g = pde.periodic_grid(16, 4.0)
+  true = jnp.broadcast_to(jnp.sin(2 * jnp.pi * g.x / 4.0), (2, 5, 16))
+  pred = true.at[0].multiply(1.1).at[1, 3:].set(1e30)  # float32 overflow
+  m = solver.rollout_metrics("advection", pred, true, g, stencil="central")
+  np.testing.assert_allclose(m["finite_fraction"], 0.5)
+  np.testing.assert_allclose(m["rollout_error"], 0.1, rtol=1e-5)
+  # H = 1/2 int u^2 scales by 1.21: squared relative error 0.21^2.
+  np.testing.assert_allclose(m["hamiltonian_error"], 0.21**2, rtol=1e-4)
+  assert float(m["correlation_time"]) == (5 + 3) / 2
