@@ -19,7 +19,6 @@ References:
   Matrices", NeurIPS 2025 (arXiv:2510.25323), Sec. 4.4, Fig. 4.
 """
 
-import contextlib
 import os
 import time
 
@@ -31,24 +30,8 @@ from absl import logging
 from experiments import _cli
 from lib import flows
 from lib import train as train_lib
+from lib.core.threads import single_threaded_blas
 from lib.train import metrics as metrics_lib
-
-
-def single_threaded_blas():
-  """Limits LAPACK/BLAS (scipy's OpenBLAS, used by jax's CPU slogdet, LU,
-  triangular solves) to one thread.
-
-  On a shared 2-core machine a multi-threaded OpenBLAS spin-waits against
-  XLA's own threads: we measured ~1 step/s vs ~70 steps/s for the dense-flow
-  training step. The env var covers a BLAS not yet loaded, threadpoolctl
-  (an sklearn dependency) one already loaded.
-  """
-  os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-  try:
-    from threadpoolctl import threadpool_limits
-  except ImportError:  # pragma: no cover
-    return contextlib.nullcontext()
-  return threadpool_limits(limits=1, user_api="blas")
 
 
 def _looped(op, inner):

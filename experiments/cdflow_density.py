@@ -21,7 +21,6 @@ References:
   Matrices", NeurIPS 2025 (arXiv:2510.25323), Sec. 4, App. A.
 """
 
-import contextlib
 import math
 import os
 
@@ -38,26 +37,9 @@ from lib import train as train_lib
 from lib.core import errors
 from lib.core import num_params
 from lib.core import rng
+from lib.core.threads import single_threaded_blas
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
-
-
-def single_threaded_blas():
-  """Limits LAPACK/BLAS (scipy's OpenBLAS, used by jax's CPU slogdet, LU,
-  triangular solves) to one thread.
-
-  On a shared 2-core machine a multi-threaded OpenBLAS spin-waits against
-  XLA's own threads: we measured ~1 step/s vs ~70 steps/s for the dense-flow
-  training step. The env var covers a BLAS not yet loaded, threadpoolctl
-  (an sklearn dependency) one already loaded.
-  """
-  os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-  try:
-    from threadpoolctl import threadpool_limits
-  except ImportError:  # pragma: no cover
-    return contextlib.nullcontext()
-  return threadpool_limits(limits=1, user_api="blas")
-
 
 # ---------------------------------------------------------------- data ---
 

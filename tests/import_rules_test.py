@@ -69,8 +69,9 @@ def _allowed(rel: str, imported: str) -> bool:
     if top != "experiments":
       return True
     name = imported.split(".")[1] if "." in imported else None
-    # Binaries share only the CLI wrapper and the claim registry, never each other.
-    return name in (None, "_cli", "claims")
+    # Binaries share only private helpers (_cli, _hns) and the claim registry,
+    # never each other.
+    return name is None or name == "claims" or name.startswith("_")
   return True
 
 
