@@ -1,6 +1,7 @@
 """Leaf utilities shared by every domain package: errors, rng streams, pytrees, meshes."""
 
 from lib.core.errors import ConfigError
+from lib.core.errors import DTypeError
 from lib.core.errors import NonFiniteError
 from lib.core.errors import ShapeError
 from lib.core.errors import UserError

@@ -13,6 +13,10 @@ class ShapeError(UserError, ValueError):
   """An array has a shape the operation cannot take."""
 
 
+class DTypeError(UserError, TypeError):
+  """An array has a dtype the operation cannot take."""
+
+
 class NonFiniteError(UserError, FloatingPointError):
   """A loss, gradient or input is NaN or infinite."""
 

@@ -32,8 +32,7 @@ FORWARD_MODES = ("quest", "absmax", "bf16")
 BACKWARD_MODES = ("sr", "rtn", "bf16")
 
 
-class DTypeError(errors.UserError, TypeError):
-  """An array has a dtype the operation cannot take."""
+DTypeError = errors.DTypeError
 
 
 def _check_args(x, w, forward, backward, implementation) -> None:
