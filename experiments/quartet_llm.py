@@ -13,96 +13,12 @@ Run: python -m experiments.quartet_llm --config configs/quartet_llm.py:quick \
 import os
 
 import jax
-import numpy as np
-import optax
 from absl import logging
 
 from experiments import _cli
+from experiments import _quartet
 from lib import models
 from lib import train as train_lib
-from lib.data import text
-
-# method -> (linear, forward, backward) of `models.LlamaConfig`. The baseline
-# uses the same QuartetDense modules with quantization off, so every method
-# starts from bitwise the same parameters and sees the same batches.
-METHODS = {
-  "bf16": ("quartet", "bf16", "bf16"),
-  "quartet": ("quartet", "quest", "sr"),
-  "quest_fwd_only": ("quartet", "quest", "bf16"),
-  "sr_bwd_only": ("quartet", "bf16", "sr"),
-  "rtn_bwd": ("quartet", "quest", "rtn"),
-  "absmax_fwd": ("quartet", "absmax", "sr"),
-  "absmax_rtn": ("quartet", "absmax", "rtn"),  # absmax RTN everywhere
-}
-
-
-def model_config(config, method: str) -> models.LlamaConfig:
-  if method not in METHODS:
-    raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
-  linear, forward, backward = METHODS[method]
-  m = config.model
-  return models.LlamaConfig(
-    vocab_size=text.VOCAB_SIZE,
-    d_model=m.d_model,
-    n_layers=m.n_layers,
-    n_heads=m.n_heads,
-    mlp_hidden=m.mlp_hidden,
-    max_len=config.data.seq_len,
-    linear=linear,
-    forward=forward,
-    backward=backward,
-    rerotate=config.rerotate,
-    implementation=config.implementation or None,
-  )
-
-
-def load_data(config) -> dict:
-  """Device-ready data: the train byte stream and fixed validation windows."""
-  d = config.data
-  tokens = text.load_corpus(d.path, d.max_bytes)
-  train, val = text.train_val_split(tokens, d.val_fraction)
-  return {
-    "train": train,
-    "val": text.eval_windows(val, d.seq_len, d.eval_windows),
-  }
-
-
-def make_task(config, method: str, data: dict) -> train_lib.Task:
-  model = models.Llama(model_config(config, method))
-  d = config.data
-
-  def init_fn(key):
-    return model.init(key, np.zeros((1, d.seq_len), np.int32))
-
-  def loss_fn(params, batch, key):
-    logits = model.apply(params, batch[:, :-1], rngs={"quant": key})
-    return models.next_token_loss(logits, batch[:, 1:]), {}
-
-  def batch_fn(data, key, step):
-    del step
-    return text.sample_windows(data["train"], key, d.batch_size, d.seq_len)
-
-  def eval_fn(params, data):
-    # Validation uses the model as trained: MXFP4 forward for quantized runs.
-    logits = model.apply(params, data["val"][:, :-1])
-    return {"val_loss": models.next_token_loss(logits, data["val"][:, 1:])}
-
-  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
-
-
-def make_optimizer(config) -> optax.GradientTransformation:
-  o, steps = config.optim, config.train.num_steps
-  schedule = optax.warmup_cosine_decay_schedule(
-    0.0,
-    o.learning_rate,
-    warmup_steps=max(1, int(o.warmup_fraction * steps)),
-    decay_steps=max(2, steps),
-    end_value=0.1 * o.learning_rate,
-  )
-  return optax.chain(
-    optax.clip_by_global_norm(o.grad_clip),
-    optax.adamw(schedule, b1=o.b1, b2=o.b2, weight_decay=o.weight_decay),
-  )
 
 
 def loss_figure(path: str, histories: dict) -> None:
@@ -127,11 +43,11 @@ def loss_figure(path: str, histories: dict) -> None:
 def run(config, workdir) -> dict:
   """Trains every method; returns val losses, gaps to bf16 and the figure."""
   logging.info("devices: %s", jax.devices())
-  data = load_data(config)
-  tx = make_optimizer(config)
+  data = _quartet.load_data(config)
+  tx = _quartet.make_optimizer(config)
   val_loss, histories = {}, {}
   for method in config.methods:
-    task = make_task(config, method, data)
+    task = _quartet.make_task(config, method, data)
     _, history = train_lib.train(
       task,
       tx,
@@ -145,7 +61,7 @@ def run(config, workdir) -> dict:
   figure = os.path.join(workdir, "loss_curves.png")
   loss_figure(figure, histories)
   tokens = config.train.num_steps * config.data.batch_size * config.data.seq_len
-  n = models.non_embedding_params(model_config(config, "bf16"))
+  n = models.non_embedding_params(_quartet.model_config(config, "bf16"))
   results = {
     "val_loss": val_loss,
     "min_train_loss": {

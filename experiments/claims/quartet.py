@@ -9,6 +9,16 @@ from lib.train.report import Claim
 
 _LLM = dict(paper="quartet", experiment="quartet_llm", config="quick")
 _BENCH = dict(paper="quartet", experiment="bench_mxfp4", config="quick")
+_SCALING = dict(paper="quartet", experiment="quartet_scaling", config="quick")
+_SCALE_NOTE = (
+  "CPU scale: 3 sizes (27k-400k non-embedding params) x 5 readings "
+  "(0.1M-0.4M bytes, D/N 0.25-15) per precision, one seed, constant lr "
+  "after warmup; ours is the point fit with the 16th-84th percentile "
+  "bootstrap band. At this scale the 6-parameter base law is barely "
+  "identified and the Quartet-bf16 gaps (-0.03..+0.05) are within seed noise, "
+  "so effN/effD are not resolved; the paper's come from 30M-200M models "
+  "at D/N 25-800 on C4."
+)
 
 CLAIMS = [
   Claim(
@@ -65,5 +75,42 @@ CLAIMS = [
     note="At CPU scale the difference is within seed/lr noise (about "
     "+-0.06 nats); at lr 2e-3 it was negative.",
     **_LLM,
+  ),
+  Claim(
+    name="quartet_scaling_law_fits",
+    claim="The paper's law L = (A/N^alpha + B/D^beta)^gamma + E, Huber-fitted "
+    "on log L, describes the high-precision runs across N and D.",
+    paper_value="fit on C4 30M-800M (plots notebook); no residual reported",
+    metric="base.rms_log_residual",
+    check="<= 0.02",
+    fmt="{:.4f}",
+    figures=("scaling_fit.png",),
+    note="Ours: rms of log(fitted / observed) over the bf16 sweep points.",
+    **_SCALING,
+  ),
+  Claim(
+    name="quartet_eff_n",
+    claim="Quartet's MXFP4 forward costs parameter efficiency: effN < 1 "
+    "(an FP4 model is worth effN N baseline parameters).",
+    paper_value="effN 0.658 (Quartet joint fit)",
+    metric="eff.quartet.eff_n",
+    check="< 1",
+    fmt="{:.3f}",
+    interval=("eff.quartet.eff_n_p16", "eff.quartet.eff_n_p84"),
+    figures=("scaling_fit.png",),
+    note=_SCALE_NOTE,
+    **_SCALING,
+  ),
+  Claim(
+    name="quartet_eff_d",
+    claim="Quartet's SR MXFP4 backward costs data efficiency: effD < 1 "
+    "(FP4 training on D tokens is worth effD D baseline tokens).",
+    paper_value="effD 0.822 (Quartet joint fit)",
+    metric="eff.quartet.eff_d",
+    check="< 1",
+    fmt="{:.3f}",
+    interval=("eff.quartet.eff_d_p16", "eff.quartet.eff_d_p84"),
+    note=_SCALE_NOTE,
+    **_SCALING,
   ),
 ]

@@ -25,6 +25,9 @@ class Claim:
   fmt: str = "{:.4g}"
   figures: tuple[str, ...] = ()
   note: str = ""
+  # Optional (low, high) metric keys of a spread shown next to ours, e.g. a
+  # bootstrap band: "0.86 [0.64, 1.63]".
+  interval: tuple[str, str] | None = None
 
   @property
   def run_name(self) -> str:
@@ -61,13 +64,27 @@ def parse_check(check: str):
 
 
 def lookup(results: dict, metric: str):
-  """results['a']['b'] for metric 'a.b'; None when absent."""
-  value = results
-  for part in metric.split("."):
-    if not isinstance(value, dict) or part not in value:
+  """results['a']['b'] for metric 'a.b'; None when absent.
+
+  Keys may hold dots themselves ('qng_beta0.3'): the longest key that matches
+  wins at each level.
+  """
+  parts = metric.split(".")
+
+  def walk(value, i):
+    if i == len(parts):
+      return value
+    if not isinstance(value, dict):
       return None
-    value = value[part]
-  return value
+    for j in range(len(parts), i, -1):
+      key = ".".join(parts[i:j])
+      if key in value:
+        found = walk(value[key], j)
+        if found is not None:
+          return found
+    return None
+
+  return walk(results, 0)
 
 
 def evaluate(claim: Claim, results: dict | None) -> dict:
@@ -76,6 +93,10 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
   if isinstance(value, int | float) and math.isfinite(value):
     holds = bool(parse_check(claim.check)(float(value)))
     ours = claim.fmt.format(value)
+    if claim.interval is not None:
+      lo, hi = (lookup(results, k) for k in claim.interval)
+      if isinstance(lo, int | float) and isinstance(hi, int | float):
+        ours += f" [{claim.fmt.format(lo)}, {claim.fmt.format(hi)}]"
   else:
     holds, ours = False, "missing" if value is None else str(value)
   return {"claim": claim, "value": value, "ours": ours, "holds": holds}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from configs import quartet_llm as config_lib
+from experiments import _quartet
 from experiments import quartet_llm
 
 
@@ -38,9 +39,9 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
 
 def test_every_method_maps_to_a_model_config():
   config = config_lib.get_config("quick")
-  for method in quartet_llm.METHODS:
-    c = quartet_llm.model_config(config, method)
+  for method in _quartet.METHODS:
+    c = _quartet.model_config(config, method)
     assert c.d_model % 32 == 0 and c.mlp_hidden % 32 == 0
   paper = config_lib.get_config()
-  c = quartet_llm.model_config(paper, "quartet")
+  c = _quartet.model_config(paper, "quartet")
   assert (c.n_layers, c.d_model, c.n_heads) == (6, 640, 5)

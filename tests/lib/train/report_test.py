@@ -50,3 +50,19 @@ def test_evaluate_and_render():
   )
   assert "| yes |" in text and "| **no** |" in text and "missing" in text
   assert "1/2 claims hold" in text and "`e`: exit 1" in text
+
+
+def test_interval_is_shown_next_to_ours():
+  claim = _claim(fmt="{:.2f}", interval=("a.lo", "a.hi"))
+  row = report.evaluate(claim, {"a": {"b": 0.7, "lo": 0.61, "hi": 0.93}})
+  assert row["holds"] and row["ours"] == "0.70 [0.61, 0.93]"
+  # A missing band leaves the number alone.
+  assert report.evaluate(claim, {"a": {"b": 0.7}})["ours"] == "0.70"
+
+
+def test_lookup_reads_keys_with_dots():
+  results = {"mle": {"iterations": {"qng_beta0.3": 193, "qng_beta1": 57}}}
+  assert report.lookup(results, "mle.iterations.qng_beta0.3") == 193
+  assert report.lookup(results, "mle.iterations.qng_beta1") == 57
+  assert report.lookup(results, "mle.iterations.qng_beta0.1") is None
+  assert report.lookup({"a": {"b": 1}}, "a.b") == 1

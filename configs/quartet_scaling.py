@@ -1,0 +1,97 @@
+r"""Quartet scaling law: a sweep over model size N and tokens D per precision.
+
+Run (the CPU reproduction, a few minutes on 2 cores):
+  python -m experiments.quartet_scaling \
+    --config configs/quartet_scaling.py:quick --workdir runs/quartet_scaling
+Variants: (default) the paper's sizes 30M/50M/100M/200M (main_setup.sh) on the
+  byte corpus, seq 512, batch 512, read at D/N up to ~50 (a GPU job);
+  quick: three 2-layer byte Llamas (d 32/64/128, 27k-400k non-embedding
+  params) read at 100..400 steps of 1024 tokens;
+  add ',smoke' for a seconds-long run (tests).
+One run per (size, method) with a constant learning rate after warmup, read at
+every step count in `read_steps` (each reading is one (N, D) point); the paper
+ran one cosine schedule per point. The base law is fitted on the bf16 points,
+then (effN, effD) of every other method with the base frozen.
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  common.check_variant(arg.variant, ("paper", "quick"))
+  config = ml_collections.ConfigDict()
+  config.variant = arg.variant
+
+  config.data = dict(
+    path="",  # "" = the Python stdlib sources; or a text dir / file / .npy
+    max_bytes=0,
+    val_fraction=0.02,
+    seq_len=512,
+    batch_size=512,
+    eval_windows=256,
+  )
+  # The sweep: one entry per model size (main_setup.sh's 30M/50M/100M/200M).
+  # mlp_hidden is 8/3 d_model rounded up to a multiple of 32.
+  config.sweep = dict(
+    d_model=(640, 768, 1024, 1280),
+    n_layers=(6, 7, 8, 10),
+    n_heads=(5, 6, 8, 10),
+    learning_rate=(1.2e-3, 1.2e-3, 6e-4, 3e-4),
+  )
+  # Steps at which validation loss is read; D = steps * batch * seq_len.
+  config.read_steps = (2000, 4000, 8000, 16000)
+  # Shared with quartet_llm; the peak lr comes from config.sweep.
+  config.optim = dict(
+    learning_rate=0.0,
+    warmup_fraction=0.05,
+    weight_decay=0.1,
+    b1=0.9,
+    b2=0.95,
+    grad_clip=1.0,
+  )
+  config.methods = ("bf16", "quartet")  # bf16 first: it fits the base law
+  config.rerotate = True
+  config.implementation = ""  # "" (auto) | "xla" | "pallas"
+  # L-BFGS steps of the base and efficiency fits (each from a grid of
+  # starts), and bootstrap replicates for the spread of effN/effD.
+  config.fit = dict(base_steps=500, eff_steps=300, bootstrap_samples=64, seed=0)
+  config.train = common.train_config(
+    num_steps=16000, log_every=100, checkpoint_every=1000, eval_every=2000
+  )
+
+  if arg.variant == "quick":
+    config.data.update(
+      max_bytes=3_000_000, seq_len=128, batch_size=8, eval_windows=64
+    )
+    config.sweep.update(
+      d_model=(32, 64, 128),
+      n_layers=(2, 2, 2),
+      n_heads=(1, 2, 4),
+      learning_rate=(2e-3, 2e-3, 1.2e-3),
+    )
+    # From 100 steps on: the first 40 are warmup, then a transient.
+    config.read_steps = (100, 150, 200, 300, 400)
+    config.optim.warmup_fraction = 0.1
+    config.fit.bootstrap_samples = 32
+    config.train.update(
+      num_steps=400, log_every=25, checkpoint_every=400, eval_every=50
+    )
+  if arg.smoke:
+    config.data.update(
+      max_bytes=200_000, seq_len=32, batch_size=8, eval_windows=8
+    )
+    config.sweep.update(
+      d_model=(32, 64),
+      n_layers=(1, 1),
+      n_heads=(1, 2),
+      learning_rate=(2e-3, 2e-3),
+    )
+    config.read_steps = (2, 4, 6)
+    config.fit.update(base_steps=100, eff_steps=50, bootstrap_samples=2)
+    config.train.update(
+      num_steps=6, log_every=2, checkpoint_every=6, eval_every=2
+    )
+  return common.lock(config)
