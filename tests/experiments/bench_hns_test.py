@@ -2,22 +2,10 @@
 
 import json
 
-import jax
 import numpy as np
-import pytest
 
 from configs import bench_hns as config_lib
 from experiments import bench_hns
-
-
-@pytest.fixture
-def fast_compile():
-  # Smoke numbers need no XLA optimisation; compiling dominates this test.
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", False)
 
 
 def test_smoke_writes_ratios(tmp_path, fast_compile):

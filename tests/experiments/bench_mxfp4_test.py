@@ -3,21 +3,8 @@
 import json
 import os
 
-import jax
-import pytest
-
 from configs import bench_mxfp4 as config_lib
 from experiments import bench_mxfp4
-
-
-@pytest.fixture
-def fast_compile():
-  # Smoke numbers need no XLA optimisation; compiling dominates this test.
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", False)
 
 
 def test_smoke(tmp_path, fast_compile):

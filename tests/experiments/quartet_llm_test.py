@@ -3,23 +3,11 @@
 import json
 import os
 
-import jax
 import numpy as np
-import pytest
 
 from configs import quartet_llm as config_lib
 from experiments import _quartet
 from experiments import quartet_llm
-
-
-@pytest.fixture
-def fast_compile():
-  # Smoke numbers need no XLA optimisation; compiling dominates this test.
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", False)
 
 
 def test_smoke_run_writes_results(tmp_path, fast_compile):

@@ -3,23 +3,12 @@
 import json
 import os
 
-import jax
 import numpy as np
 import pytest
 
 from configs import quartet_scaling as config_lib
 from experiments import quartet_scaling
 from lib.core.errors import ConfigError
-
-
-@pytest.fixture
-def fast_compile():
-  # Smoke numbers need no XLA optimisation; compiling dominates this test.
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", False)
 
 
 def test_smoke_sweep_fits_and_writes(tmp_path, fast_compile):

@@ -6,7 +6,6 @@ import socket
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import pytest
 
@@ -29,16 +28,6 @@ def _mp_config():
   config.quadratic.enabled = False
   config.mlp.methods = ("sadl",)
   return config
-
-
-@pytest.fixture
-def fast_compile():
-  # Smoke numbers need no XLA optimisation; compiling dominates this test.
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", False)
 
 
 def test_smoke_run_reports_every_method(tmp_path, fast_compile):
