@@ -147,39 +147,34 @@ def fit(config, points) -> dict:
       np.sqrt(np.mean(np.log(pred / base_points[2]) ** 2))
     ),
   }
+  schemes = {m: _arrays(points, m) for m in config.methods[1:]}
+  boot = scaling_law.bootstrap(
+    jax.random.key(config.fit.seed),
+    base_points,
+    schemes,
+    samples=config.fit.bootstrap_samples,
+    base_steps=config.fit.base_steps,
+    eff_steps=config.fit.eff_steps,
+  )
   effs = {}
-  key = jax.random.key(config.fit.seed)
-  for i, method in enumerate(config.methods[1:]):
-    scheme = _arrays(points, method)
-    eff_n, eff_d = scaling_law.fit_efficiency(
-      law, *scheme, steps=config.fit.eff_steps
+  for method, scheme in schemes.items():
+    e = dict(
+      zip(
+        ("eff_n", "eff_d"),
+        scaling_law.fit_efficiency(law, *scheme, steps=config.fit.eff_steps),
+      )
     )
-    boot = scaling_law.bootstrap(
-      jax.random.fold_in(key, i),
-      base_points,
-      scheme,
-      samples=config.fit.bootstrap_samples,
-      base_steps=config.fit.base_steps,
-      eff_steps=config.fit.eff_steps,
-    )
-    effs[method] = {
-      "eff_n": eff_n,
-      "eff_d": eff_d,
+    for k in ("eff_n", "eff_d"):
       # 16th-84th percentiles of the bootstrap (a +-1 sigma band).
-      "eff_n_p16": float(np.percentile(boot["eff_n"], 16)),
-      "eff_n_p84": float(np.percentile(boot["eff_n"], 84)),
-      "eff_d_p16": float(np.percentile(boot["eff_d"], 16)),
-      "eff_d_p84": float(np.percentile(boot["eff_d"], 84)),
-    }
+      e[f"{k}_p16"], e[f"{k}_p84"] = (
+        float(np.percentile(boot[method][k], q)) for q in (16, 84)
+      )
+    effs[method] = e
     logging.info(
       "%s: effN %.3f [%.3f, %.3f], effD %.3f [%.3f, %.3f]",
       method,
-      eff_n,
-      effs[method]["eff_n_p16"],
-      effs[method]["eff_n_p84"],
-      eff_d,
-      effs[method]["eff_d_p16"],
-      effs[method]["eff_d_p84"],
+      *(e[k] for k in ("eff_n", "eff_n_p16", "eff_n_p84")),
+      *(e[k] for k in ("eff_d", "eff_d_p16", "eff_d_p84")),
     )
   return {"base": base, "eff": effs, "law": law}
 

@@ -131,7 +131,8 @@ def _base_starts(log_l_min: jax.Array) -> Law:
   return Law(g[:, 0], g[:, 1], g[:, 2], g[:, 3], log_e, g[:, 4])
 
 
-def _check_points(n, d, loss_obs):
+def _points(n, d, loss_obs):
+  """Checked points as float32 (n, d, log loss); raises ValueError naming the problem."""
   n, d, loss_obs = (np.asarray(v, np.float64) for v in (n, d, loss_obs))
   if not (n.shape == d.shape == loss_obs.shape) or n.ndim != 1:
     raise ValueError(
@@ -143,17 +144,21 @@ def _check_points(n, d, loss_obs):
   for name, v in (("n", n), ("d", d), ("loss", loss_obs)):
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
       raise ValueError(f"{name} must be finite and positive; got {v}")
-  return n, d, loss_obs
+  f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
+  return f32(n), f32(d), jnp.log(f32(loss_obs))
+
+
+def _multistart(objective, starts, steps: int):
+  """L-BFGS from every start at once; the best (params, objective)."""
+  params, values = jax.vmap(lambda s: _lbfgs(objective, s, steps))(starts)
+  return _best(params, values)
 
 
 def _fit_base_weighted(n, d, log_obs, weights, steps):
-  starts = _base_starts(jnp.min(log_obs))
-
   def objective(law):
     return huber_objective(log_loss(law, n, d), log_obs, weights)
 
-  params, values = jax.vmap(lambda s: _lbfgs(objective, s, steps))(starts)
-  return _best(params, values)
+  return _multistart(objective, _base_starts(jnp.min(log_obs)), steps)
 
 
 def _fit_eff_weighted(law, n, d, log_obs, weights, steps):
@@ -164,25 +169,21 @@ def _fit_eff_weighted(law, n, d, log_obs, weights, steps):
     pred = log_loss(law, n, d, log_eff[0], log_eff[1])
     return huber_objective(pred, log_obs, weights)
 
-  params, values = jax.vmap(lambda s: _lbfgs(objective, s, steps))(starts)
-  return _best(params, values)
+  return _multistart(objective, starts, steps)
+
+
+_fit_base_jit = jax.jit(_fit_base_weighted, static_argnums=4)
+_fit_eff_jit = jax.jit(_fit_eff_weighted, static_argnums=5)
 
 
 def fit_base(n, d, loss_obs, *, steps: int = 500) -> tuple[Law, float]:
   """Fits the base law to high-precision runs; returns (law, objective)."""
-  n, d, loss_obs = _check_points(n, d, loss_obs)
+  n, d, log_obs = _points(n, d, loss_obs)
   if len(n) < 6:
     raise ValueError(
       f"the base law has 6 parameters; got {len(n)} points (need >= 6)"
     )
-  fit = jax.jit(_fit_base_weighted, static_argnums=4)
-  law, value = fit(
-    jnp.asarray(n, jnp.float32),
-    jnp.asarray(d, jnp.float32),
-    jnp.log(jnp.asarray(loss_obs, jnp.float32)),
-    jnp.ones(len(n), jnp.float32),
-    steps,
-  )
+  law, value = _fit_base_jit(n, d, log_obs, jnp.ones(len(n)), steps)
   return law, float(value)
 
 
@@ -190,23 +191,15 @@ def fit_efficiency(
   law: Law, n, d, loss_obs, *, steps: int = 300
 ) -> tuple[float, float]:
   """Fits (effN, effD) of a low-precision scheme with the base law frozen."""
-  n, d, loss_obs = _check_points(n, d, loss_obs)
-  fit = jax.jit(_fit_eff_weighted, static_argnums=5)
-  log_eff, _ = fit(
-    law,
-    jnp.asarray(n, jnp.float32),
-    jnp.asarray(d, jnp.float32),
-    jnp.log(jnp.asarray(loss_obs, jnp.float32)),
-    jnp.ones(len(n), jnp.float32),
-    steps,
-  )
+  n, d, log_obs = _points(n, d, loss_obs)
+  log_eff, _ = _fit_eff_jit(law, n, d, log_obs, jnp.ones(len(n)), steps)
   return float(jnp.exp(log_eff[0])), float(jnp.exp(log_eff[1]))
 
 
 def bootstrap(
   key: jax.Array,
   base_points,
-  scheme_points,
+  schemes: dict,
   *,
   samples: int = 64,
   base_steps: int = 300,
@@ -214,36 +207,37 @@ def bootstrap(
 ) -> dict:
   """Spread of (effN, effD): refits base and efficiencies on resampled points.
 
-  Each of `samples` replicates draws the base runs and the scheme's runs with
-  replacement (as multinomial weights on the points), refits the base law,
-  then the efficiencies with that base frozen.
+  Each of `samples` replicates draws the base runs and every scheme's runs
+  with replacement (as multinomial weights on the points), refits the base
+  law once, then each scheme's efficiencies with that base frozen.
 
   Args:
     key: a PRNG key.
-    base_points, scheme_points: (n, d, loss) triples of 1-D arrays.
+    base_points: (n, d, loss) of the high-precision runs, 1-D arrays.
+    schemes: name -> (n, d, loss) of a low-precision scheme's runs.
     samples: bootstrap replicates.
 
   Returns:
-    {"eff_n": array [samples], "eff_d": array [samples]}.
+    name -> {"eff_n": array [samples], "eff_d": array [samples]}.
   """
-  bn, bd, bl = _check_points(*base_points)
-  sn, sd, sl = _check_points(*scheme_points)
-  f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
-  bn, bd, sn, sd = f32(bn), f32(bd), f32(sn), f32(sd)
-  blog, slog = jnp.log(f32(bl)), jnp.log(f32(sl))
+  base = _points(*base_points)
+  points = {name: _points(*p) for name, p in schemes.items()}
 
   def weights(k, size):
     idx = jax.random.randint(k, (size,), 0, size)
     return jnp.zeros(size, jnp.float32).at[idx].add(1.0)
 
   def one(k):
-    kb, ks = jax.random.split(k)
-    law, _ = _fit_base_weighted(bn, bd, blog, weights(kb, len(bl)), base_steps)
-    log_eff, _ = _fit_eff_weighted(
-      law, sn, sd, slog, weights(ks, len(sl)), eff_steps
-    )
-    return jnp.exp(log_eff)
+    kb, *ks = jax.random.split(k, 1 + len(points))
+    law, _ = _fit_base_weighted(*base, weights(kb, len(base[0])), base_steps)
+    return {
+      name: jnp.exp(
+        _fit_eff_weighted(law, *p, weights(ki, len(p[0])), eff_steps)[0]
+      )
+      for ki, (name, p) in zip(ks, points.items())
+    }
 
-  effs = jax.jit(jax.vmap(one))(jax.random.split(key, samples))
-  effs = np.asarray(effs)
-  return {"eff_n": effs[:, 0], "eff_d": effs[:, 1]}
+  effs = jax.device_get(jax.jit(jax.vmap(one))(jax.random.split(key, samples)))
+  return {
+    name: {"eff_n": e[:, 0], "eff_d": e[:, 1]} for name, e in effs.items()
+  }

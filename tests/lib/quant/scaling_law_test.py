@@ -70,14 +70,22 @@ def test_bootstrap_on_exact_points_is_tight_around_the_truth():
   boot = sl.bootstrap(
     jax.random.key(0),
     (n, d, _direct(n, d)),
-    (n, d, _direct(n, d, EFF_N, EFF_D)),
+    {
+      "planted": (n, d, _direct(n, d, EFF_N, EFF_D)),
+      "baseline": (n, d, _direct(n, d)),
+    },
     samples=3,
     base_steps=200,
     eff_steps=100,
   )
-  assert boot["eff_n"].shape == boot["eff_d"].shape == (3,)
-  np.testing.assert_allclose(boot["eff_n"], EFF_N, atol=2e-2)
-  np.testing.assert_allclose(boot["eff_d"], EFF_D, atol=2e-2)
+  assert (
+    boot["planted"]["eff_n"].shape == boot["planted"]["eff_d"].shape == (3,)
+  )
+  np.testing.assert_allclose(boot["planted"]["eff_n"], EFF_N, atol=2e-2)
+  np.testing.assert_allclose(boot["planted"]["eff_d"], EFF_D, atol=2e-2)
+  # The baseline against its own base law: efficiency 1.
+  np.testing.assert_allclose(boot["baseline"]["eff_n"], 1.0, atol=2e-2)
+  np.testing.assert_allclose(boot["baseline"]["eff_d"], 1.0, atol=2e-2)
 
 
 @pytest.mark.parametrize(
