@@ -60,6 +60,7 @@ def train_config(**overrides) -> ml_collections.ConfigDict:
       keep_checkpoints=2,
       eval_every=0,  # 0: evaluate at the end only; else a multiple of log_every
       mesh_data=-1,  # devices on the `data` axis; -1: all
+      tensorboard=False,  # also write TensorBoard event files (tensorboardX)
     )
   )
   for key, value in overrides.items():
@@ -76,6 +77,12 @@ def check_variant(variant: str, known) -> None:
 
 
 def lock(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """Locks `config` so that a typo in an override fails, naming the key."""
+  """Locks `config` so that a typo in an override fails, naming the key.
+
+  Adds `allow_config_change=False`: a rerun in a workdir whose config.json differs
+  is refused unless `--config.allow_config_change=True` (then it is recorded).
+  """
+  if "allow_config_change" not in config:
+    config.allow_config_change = False
   config.lock()
   return config

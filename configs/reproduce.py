@@ -4,6 +4,10 @@ Run (the main job; ~12 min for all 12 quick runs on a 2-core CPU, 0.2-3.5 min ea
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).
+Each child's log lines stream live, prefixed with its run name ("[qblr] ..."), and are
+saved to <workdir>/<run>/log.txt. REPORT.md: claims (verdicts yes / no / unresolved /
+missing, see experiments/claims/report.py), sanity checks, notes, failed runs, the verdicts
+that changed since the last report in the same workdir, and the count line.
 """
 
 import ml_collections
@@ -15,8 +19,8 @@ def get_config(arg=None):
   arg = common.parse_arg(arg, only="", smoke=False)
   config = ml_collections.ConfigDict()
   config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
-  config.smoke = (
-    arg.smoke
-  )  # Append ',smoke' to every experiment's config argument.
-  config.timeout_per_run = 3600  # seconds
+  # Append ',smoke' to every experiment's config argument.
+  config.smoke = arg.smoke
+  # Seconds; a run past it gets SIGTERM (it saves a checkpoint), then SIGKILL.
+  config.timeout_per_run = 3600
   return common.lock(config)

@@ -42,7 +42,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
       kind, model, grid, u, target, batch_size=config.batch_size
     )
   )
-  state, history = train_lib.train(
+  state, history = train_lib.fit(
     task,
     make_optimizer(config),
     workdir=os.path.join(workdir, kind),

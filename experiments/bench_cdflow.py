@@ -31,7 +31,6 @@ from experiments import _cli
 from lib import flows
 from lib import train as train_lib
 from lib.core.threads import single_threaded_blas
-from lib.train import metrics as metrics_lib
 
 
 def _looped(op, inner):
@@ -149,7 +148,7 @@ def run(config, workdir) -> dict:
 
 
 def _run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
+  train_lib.prepare_run(workdir, config)
   per_n = {}
   for n in config.sizes:
     per_n[n] = bench_size(n, config)
@@ -182,7 +181,7 @@ def _run(config, workdir) -> dict:
     "per_n": {str(n): r for n, r in per_n.items()},
     "figure": "bench_cdflow.png",
   }
-  metrics_lib.write_json(os.path.join(workdir, "bench.json"), results)
+  train_lib.write_json(os.path.join(workdir, "bench.json"), results)
   figure(os.path.join(workdir, "bench_cdflow.png"), per_n)
   return train_lib.write_results(workdir, results)
 

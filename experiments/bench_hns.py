@@ -76,8 +76,7 @@ def bench_kind(kind, config, grid, u, target):
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   grid = pde.periodic_grid(config.n_x, config.length)
   params = pde.sample_sine_params(
     jax.random.key(config.seed), config.batch_size

@@ -137,8 +137,7 @@ def linear_errors(config) -> dict:
 
 def run(config, workdir) -> dict:
   """Runs the three benchmarks; writes results.json; returns it."""
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   backend = jax.default_backend()
   dtype = jnp.bfloat16 if backend == "gpu" else jnp.float32
   linear = bench_linear(config, dtype)

@@ -173,8 +173,7 @@ def run(config, workdir) -> dict:
       f"out_dtype must be float32 or bfloat16, got {config.out_dtype!r}"
     )
   out_dtype = jnp.dtype(config.out_dtype)
-  os.makedirs(workdir, exist_ok=True)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   key = jax.random.key(config.seed)
   results = dict(device=str(jax.devices()[0].device_kind))
   gemm = {}

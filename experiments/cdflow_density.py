@@ -172,7 +172,7 @@ def fit_density(
   config, model, train_x, test_x, *, event_ndims, workdir, name, num_steps, seed
 ):
   task = density_task(config, model, train_x, test_x, event_ndims=event_ndims)
-  state, history = train_lib.train(
+  state, history = train_lib.fit(
     task,
     make_optimizer(config.optim, num_steps),
     workdir=workdir,
@@ -386,7 +386,7 @@ def run_periodic(config, workdir, results):
     task = train_lib.Task(init_fn, loss_fn, batch_fn, {}, eval_fn)
     opt = config.optim.copy_and_resolve_references()
     opt.learning_rate = p.learning_rate
-    state, history = train_lib.train(
+    state, history = train_lib.fit(
       task,
       make_optimizer(opt, p.train_steps),
       workdir=os.path.join(workdir, f"periodic_{linear}"),
@@ -468,7 +468,7 @@ def run(config, workdir) -> dict:
 
 
 def _run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
+  train_lib.prepare_run(workdir, config)
   train_imgs, test_imgs = load_images(config)
   num_dims = int(np.prod(train_imgs.shape[1:]))
   results = {

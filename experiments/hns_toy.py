@@ -93,7 +93,7 @@ def run_one(model_name, name, config, grids, data, workdir):
   tx = optax.adam(
     optax.cosine_decay_schedule(config.lr, config.train.num_steps)
   )
-  state, history = train_lib.train(
+  state, history = train_lib.fit(
     task,
     tx,
     workdir=os.path.join(workdir, f"{name}_{model_name}"),

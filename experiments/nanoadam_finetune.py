@@ -98,7 +98,7 @@ def pretrain(config, model, data, workdir):
     }
 
   task = train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
-  state, history = train_lib.train(
+  state, history = train_lib.fit(
     task,
     optax.adam(c.lr),
     workdir=os.path.join(workdir, "pretrain"),
@@ -272,8 +272,7 @@ def _figure(path, config, summary, old_acc_pre):
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   for method in config.methods:  # Bad optimizer settings fail before training.
     make_optimizer(method, 1e-3, config)
   model = MLP(tuple(config.model.hidden))

@@ -466,8 +466,7 @@ def _vi_figure(path, curves, out):
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   # float64: the 1e-8 gap of the MLE and the Fisher solves need it.
   with jax.enable_x64(True):
     results = {"mle": student_t_mle(config, workdir)}

@@ -48,7 +48,7 @@ def run(config, workdir) -> dict:
   val_loss, histories = {}, {}
   for method in config.methods:
     task = _quartet.make_task(config, method, data)
-    _, history = train_lib.train(
+    _, history = train_lib.fit(
       task,
       tx,
       workdir=os.path.join(workdir, method),

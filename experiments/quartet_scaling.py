@@ -94,7 +94,7 @@ def sweep(config, workdir) -> list[dict]:
       run_name = f"{method}_d{size.d_model}_l{size.n_layers}"
       task = _quartet.make_task(config, method, data, size)
       tx = _quartet.make_optimizer(config, size.learning_rate, constant=True)
-      _, history = train_lib.train(
+      _, history = train_lib.fit(
         task,
         tx,
         workdir=os.path.join(workdir, run_name),

@@ -1,8 +1,14 @@
 """The reproduce report: run every registered paper claim, then write REPORT.md.
 
-Each paper registers its claims in `experiments/claims/<paper>.py`. This binary runs each
-(experiment, config) pair once, as its own process (the same command a user would type),
-reads the run's results.json, and fills a table of claim | paper | ours | holds?.
+Each paper registers its claims in `experiments/claims/<paper>.py` (the Claim
+schema and verdicts: `experiments/claims/report.py`). This binary runs each
+(experiment, config) pair once, as its own process (the same command a user
+would type), streams the child's log lines live prefixed with the run name
+("[quartet_llm] step 100/400 ...") while saving them to `<run>/log.txt`, reads
+the run's results.json, and writes REPORT.md: a claims table (paper value,
+ours, comparator, check, verdict yes / no / unresolved / missing), a sanity
+table, notes, failed runs, verdict changes since the last report in the same
+workdir, and the count line.
 
 Run: python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 """
@@ -10,8 +16,11 @@ Run: python -m experiments.reproduce --config configs/reproduce.py --workdir run
 import json
 import os
 import platform
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import jax
@@ -19,9 +28,9 @@ from absl import logging
 
 from experiments import _cli
 from experiments import claims as claims_lib
+from experiments.claims import report as report_lib
+from lib import train as train_lib
 from lib.core import errors
-from lib.train import metrics as metrics_lib
-from lib.train import report as report_lib
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,8 +50,49 @@ def select(claims, only: str):
   return [c for c in claims if c.name in wanted or c.paper in wanted]
 
 
-def run_experiment(experiment, config_arg, workdir, timeout):
-  """Runs one experiment binary; returns (results dict or None, error text or None)."""
+# absl's line header, e.g. "I1203 09:19:59.419810 139771284233088 loop.py:88] ".
+_ABSL_HEADER = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+\s+\S+:\d+\]\s?")
+
+
+def _relay(pipe, log, name: str, echo: bool) -> None:
+  """Copies the child's output line by line to `log` and, if `echo`, to ours.
+
+  Echoed lines lose absl's header and gain the run name:
+  "[quartet_llm] step 100/400 ...". Runs in its own thread until EOF.
+  """
+  for line in iter(pipe.readline, ""):
+    log.write(line)
+    log.flush()
+    text = line.rstrip()
+    if echo and text:
+      m = _ABSL_HEADER.match(text)
+      level = m.group(1) if m else "I"
+      text = text[m.end() :] if m else text
+      (logging.info if level == "I" else logging.warning)("[%s] %s", name, text)
+  pipe.close()
+
+
+def _stop(proc, grace: float = 30.0) -> None:
+  """SIGTERM to the child's process group (it saves a checkpoint), then SIGKILL."""
+  for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+    try:
+      os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+      return
+    try:
+      proc.wait(timeout=wait)
+      return
+    except subprocess.TimeoutExpired:
+      continue
+
+
+def run_experiment(experiment, config_arg, workdir, timeout, name=None):
+  """Runs one experiment binary; returns (results dict or None, error or None).
+
+  The child's stdout and stderr go to `<workdir>/log.txt` and, on process 0,
+  live to our log, each line prefixed with `[name]`.
+  """
+  name = name or experiment
   cmd = [
     sys.executable,
     "-m",
@@ -53,18 +103,46 @@ def run_experiment(experiment, config_arg, workdir, timeout):
   logging.info("running: %s", " ".join(cmd))
   os.makedirs(workdir, exist_ok=True)
   log_path = os.path.join(workdir, "log.txt")
+  env = dict(os.environ, PYTHONUNBUFFERED="1")  # prints arrive line by line
   with open(log_path, "w") as log:
+    proc = subprocess.Popen(
+      cmd,
+      cwd=_ROOT,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      text=True,
+      errors="replace",
+      start_new_session=True,  # its own process group, stopped as one
+    )
+    relay = threading.Thread(
+      target=_relay,
+      args=(proc.stdout, log, name, train_lib.is_main_process()),
+      daemon=True,
+    )
+    relay.start()
+    timed_out = False
     try:
-      proc = subprocess.run(
-        cmd, cwd=_ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=timeout
-      )
+      proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-      return None, f"timed out after {timeout} s (log: {log_path})"
+      timed_out = True
+      logging.warning("[%s] timed out after %s s: stopping it", name, timeout)
+      _stop(proc)
+    except BaseException:  # Ctrl-C: do not leave the child running.
+      _stop(proc, grace=5.0)
+      raise
+    finally:
+      relay.join(timeout=10)
+  if timed_out:
+    return None, f"timed out after {timeout} s (log: {log_path})"
   if proc.returncode != 0:
     with open(log_path) as f:
       tail = [line.strip() for line in f if line.strip()][-1:]
     return None, f"exit {proc.returncode}: {' '.join(tail)} (log: {log_path})"
-  with open(os.path.join(workdir, "results.json")) as f:
+  results_path = os.path.join(workdir, "results.json")
+  if not os.path.exists(results_path):
+    return None, f"exit 0 but no results.json (log: {log_path})"
+  with open(results_path) as f:
     return json.load(f), None
 
 
@@ -78,48 +156,106 @@ def environment_line() -> str:
   )
 
 
+def previous_verdicts(workdir) -> dict:
+  """{claim name: verdict} of an earlier reproduce in `workdir` ({} if none).
+
+  Reports written before verdicts existed stored `holds`: read as yes/no.
+  """
+  try:
+    with open(os.path.join(workdir, "results.json")) as f:
+      claims = json.load(f).get("claims", {})
+  except (OSError, ValueError):
+    return {}
+  out = {}
+  for name, row in claims.items():
+    if isinstance(row, dict) and "verdict" in row:
+      out[name] = row["verdict"]
+    elif isinstance(row, dict) and "holds" in row:
+      out[name] = "yes" if row["holds"] else "no"
+  return out
+
+
 def run(config, workdir) -> dict:
-  metrics_lib.prepare_workdir(workdir)
-  metrics_lib.write_config(workdir, config)
+  # Not prepare_run: a new `only` subset in the same workdir is no conflict
+  # (each child run checks its own config), so there is nothing to refuse.
+  train_lib.prepare_workdir(workdir)
+  train_lib.write_config(workdir, config)
+  before = previous_verdicts(workdir)
   claims = select(claims_lib.all_claims(), config.only)
   runs = {}
   for c in claims:
     runs.setdefault((c.experiment, c.config, c.run_name), None)
+  logging.info(
+    "reproduce: %d claims and %d sanity checks over %d runs: %s",
+    sum(not c.sanity for c in claims),
+    sum(c.sanity for c in claims),
+    len(runs),
+    ", ".join(name for _, _, name in runs),
+  )
   outputs, failures = {}, {}
+  total_start = time.perf_counter()
   for i, (experiment, config_arg, run_name) in enumerate(runs, 1):
     arg = f"{config_arg},smoke" if config.smoke else config_arg
     start = time.perf_counter()
     logging.info("[%d/%d] %s:%s", i, len(runs), experiment, arg)
     results, error = run_experiment(
-      experiment, arg, os.path.join(workdir, run_name), config.timeout_per_run
+      experiment,
+      arg,
+      os.path.join(workdir, run_name),
+      config.timeout_per_run,
+      name=run_name,
     )
     logging.info(
-      "[%d/%d] %s done in %.0f s%s",
+      "[%d/%d] %s done in %.0f s (%.0f s so far)%s",
       i,
       len(runs),
       run_name,
       time.perf_counter() - start,
+      time.perf_counter() - total_start,
       f": {error}" if error else "",
     )
     outputs[run_name] = results
     if error:
       failures[run_name] = error
+  logging.info("evaluating %d claims", len(claims))
   rows = [report_lib.evaluate(c, outputs[c.run_name]) for c in claims]
+  changes = {
+    r["claim"].name: (before[r["claim"].name], r["verdict"])
+    for r in rows
+    if r["claim"].name in before and before[r["claim"].name] != r["verdict"]
+  }
   text = report_lib.render_markdown(
-    rows, environment=environment_line(), failures=failures
+    rows,
+    environment=environment_line(),
+    failures=failures,
+    changes=changes,
+    scale="smoke" if config.smoke else "quick",
   )
-  with open(os.path.join(workdir, "REPORT.md"), "w") as f:
-    f.write(text)
-  logging.info("wrote %s\n%s", os.path.join(workdir, "REPORT.md"), text)
+  report_path = os.path.join(workdir, "REPORT.md")
+  if train_lib.is_main_process():
+    with open(report_path, "w") as f:
+      f.write(text)
+  logging.info("wrote %s\n%s", report_path, text)
+  claim_rows = [r for r in rows if not r["claim"].sanity]
+  sanity_rows = [r for r in rows if r["claim"].sanity]
   summary = {
     "claims": {
-      r["claim"].name: {"value": r["value"], "holds": r["holds"]} for r in rows
+      r["claim"].name: {
+        "value": r["value"],
+        "verdict": r["verdict"],
+        "reasons": r["reasons"],
+        "sanity": r["claim"].sanity,
+      }
+      for r in rows
     },
-    "num_claims": len(rows),
-    "num_hold": sum(r["holds"] for r in rows),
+    "num_claims": len(claim_rows),
+    **{f"num_{v}": n for v, n in report_lib.counts(claim_rows).items()},
+    "num_sanity": len(sanity_rows),
+    "num_sanity_pass": report_lib.counts(sanity_rows)["yes"],
+    "verdict_changes": {k: list(v) for k, v in changes.items()},
     "failures": failures,
   }
-  return metrics_lib.write_results(workdir, summary)
+  return train_lib.write_results(workdir, summary)
 
 
 if __name__ == "__main__":

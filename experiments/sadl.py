@@ -410,8 +410,7 @@ def plot(results, config, path):
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   mesh = sadl_lib.make_client_mesh(config.mesh_clients)
   sadl_lib.check_mesh(mesh, config.num_clients)
   logging.info(

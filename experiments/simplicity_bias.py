@@ -141,7 +141,7 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
   weights = {}
   a = two_layer.outer_weights(config.model.m)
   for name in config.optimizers:
-    state, history = train_lib.train(
+    state, history = train_lib.fit(
       cluster_task(config, data),
       make_optimizer(name, config),
       workdir=os.path.join(workdir, name),
@@ -239,7 +239,7 @@ def run_spurious(config, workdir) -> dict:
         checkpoint_every=sc.num_steps,
         eval_every=0,
       )
-      _, history = train_lib.train(
+      _, history = train_lib.fit(
         spurious_task(sc, data),
         tx,
         workdir=os.path.join(workdir, "spurious", f"{name}_seed{seed}"),
@@ -258,8 +258,7 @@ def run_spurious(config, workdir) -> dict:
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_workdir(workdir)
-  train_lib.write_config(workdir, config)
+  train_lib.prepare_run(workdir, config)
   results = run_clusters(config, workdir)
   if config.spurious.enabled:
     results["spurious"] = run_spurious(config, workdir)

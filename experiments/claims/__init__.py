@@ -1,16 +1,22 @@
 """The registry of paper claims: one module per paper, each defining `CLAIMS`.
 
-`all_claims()` collects them in module order; `experiments/reproduce.py` runs them.
+`report.py` holds the machinery (Claim, verdicts, REPORT.md); `all_claims()`
+collects every other module's CLAIMS in module order; `experiments/reproduce.py`
+runs them.
 """
 
 import importlib
 import pkgutil
 
+_NOT_PAPERS = ("report",)
+
 
 def all_claims() -> list:
-  """Every Claim of every module in this package; names must be unique."""
+  """Every Claim of every paper module in this package; names must be unique."""
   claims = []
   for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if info.name in _NOT_PAPERS or info.name.startswith("_"):
+      continue
     module = importlib.import_module(f"{__name__}.{info.name}")
     claims.extend(module.CLAIMS)
   names = [c.name for c in claims]

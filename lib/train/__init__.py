@@ -1,19 +1,31 @@
-"""Training runtime: TrainState, step builders, the scanned loop, checkpoints, metrics."""
+"""Training runtime: the loop over a step function, checkpoints, metrics, progress.
+
+state, history = lib.train.train(init_fn, step_fn, workdir=..., config=...)
+state, history = lib.train.fit(task, optax_tx, workdir=..., config=...)
+"""
 
 from lib.train.checkpoint import Checkpointer
 from lib.train.distributed import initialize as initialize_distributed
+from lib.train.logs import enable_logging
 from lib.train.loop import Preempted
 from lib.train.loop import Task
+from lib.train.loop import check_one_of
+from lib.train.loop import fit
 from lib.train.loop import full_batch
 from lib.train.loop import train
 from lib.train.metrics import MetricWriter
 from lib.train.metrics import Progress
+from lib.train.metrics import Sweep
 from lib.train.metrics import check_finite
-from lib.train.metrics import prepare_workdir
 from lib.train.metrics import read_jsonl
-from lib.train.metrics import write_config
-from lib.train.metrics import write_results
 from lib.train.state import TrainState
 from lib.train.state import create_state
 from lib.train.state import make_eval_step
 from lib.train.state import make_train_step
+from lib.train.workdir import is_main_process
+from lib.train.workdir import prepare_run
+from lib.train.workdir import prepare_workdir
+from lib.train.workdir import save_figure
+from lib.train.workdir import write_config
+from lib.train.workdir import write_json
+from lib.train.workdir import write_results

@@ -28,6 +28,16 @@ class Checkpointer:
     target = jax.tree.map(ocp.utils.to_shape_dtype_struct, abstract_state)
     return self._manager.restore(step, args=ocp.args.StandardRestore(target))
 
+  def restore_latest(self, abstract_state):
+    """(step, state) of the newest checkpoint, or (None, None) if there is none.
+
+    Minimal version; the robust one (fallback, timeout) replaces it.
+    """
+    step = self.latest_step()
+    if step is None:
+      return None, None
+    return step, self.restore(abstract_state, step)
+
   def save(self, step: int, state) -> None:
     if step in self._manager.all_steps():
       return

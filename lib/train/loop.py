@@ -1,22 +1,28 @@
-"""The training loop: scanned, jitted, donated steps; resume, checkpoints, metrics.
+"""The training loop: a loop over a step function, scanned, jitted and donated.
 
-`train(task, tx, workdir=..., config=...)` is what most experiments call. It runs
-`config.log_every` steps per device call with `lax.scan` (no host round-trip inside), then
-on the host: checks for non-finite values, writes one metrics line, logs progress, saves a
-checkpoint when due. A rerun with the same workdir resumes from the last checkpoint and ends
-bitwise where an uninterrupted run would (keys are `fold_in(root, step)`, never carried).
+`train(init_fn, step_fn, ...)` runs `config.log_every` steps per device call with
+`lax.scan` (no host round-trip inside), then on the host: checks for non-finite values,
+writes the metrics rows, logs progress, saves a checkpoint when due, and honours SIGTERM.
+A rerun with the same workdir resumes from the newest intact checkpoint and ends bitwise
+where an uninterrupted run would: a step's key is `fold_in(root, step)`, never carried.
+
+Every experiment trains through it: supervised models through `fit` (a `Task` plus an
+optax optimizer), SADL's federated rounds (a round is a step), and vmapped sweeps
+(a stack of runs is the state; `runs=` names them in the metrics).
 """
 
 import dataclasses
 import signal
 import threading
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 import numpy as np
 import optax
 from absl import logging
+from jax.experimental import multihost_utils
 
 from lib.core import errors
 from lib.core import mesh as mesh_lib
@@ -24,15 +30,251 @@ from lib.core import rng
 from lib.train import checkpoint as checkpoint_lib
 from lib.train import metrics as metrics_lib
 from lib.train import state as state_lib
+from lib.train import workdir as workdir_lib
+
+# step_fn(state, batch, key, step) -> (state, metrics)
+StepFn = Callable[[Any, Any, jax.Array, jax.Array], tuple[Any, dict]]
 
 
 class Preempted(Exception):  # noqa: N818 (it is a signal, not an error)
   """Raised after SIGTERM once the checkpoint of the current step is written."""
 
 
+def full_batch(data, key, step):
+  """`batch_fn` for full-batch training: the whole dataset every step."""
+  del key, step
+  return data
+
+
+class _SigtermFlag:
+  """SIGTERM -> a flag the loop reads at every chunk boundary (main thread only).
+
+  The handler is installed for the duration of one `train` call, so a notebook
+  kernel or a process between runs keeps the default behaviour.
+  """
+
+  def __init__(self):
+    self.raised = False
+    self._previous = None
+
+  def __enter__(self):
+    if threading.current_thread() is threading.main_thread():
+      self._previous = signal.signal(signal.SIGTERM, self._handle)
+    return self
+
+  def _handle(self, signum, frame):
+    del signum, frame
+    logging.warning("SIGTERM received: saving a checkpoint at the next chunk")
+    self.raised = True
+
+  def __exit__(self, *exc):
+    if self._previous is not None:
+      signal.signal(signal.SIGTERM, self._previous)
+
+  def agreed(self) -> bool:
+    """Whether any process was told to stop: every host stops at the same step."""
+    if jax.process_count() == 1:
+      return self.raised
+    flags = multihost_utils.process_allgather(np.int32(self.raised))
+    return bool(np.max(flags))
+
+
+def _place(data, sharding):
+  """Host leaves -> replicated global arrays; jax.Array leaves are kept as placed."""
+
+  def put(x):
+    if isinstance(x, jax.Array):
+      return x
+    return mesh_lib.to_global(x, sharding)
+
+  return jax.tree.map(put, data)
+
+
+def _rows(step, stacked, evals, runs, name):
+  """The metrics rows of one log step: one row, or one per run with a `run` column."""
+  last = {k: np.asarray(v)[-1] for k, v in stacked.items()}
+  last.update({k: np.asarray(v) for k, v in evals.items()})
+  if runs is None:
+    for k, v in last.items():
+      errors.check(
+        v.ndim == 0,
+        errors.ShapeError,
+        f"metric {k!r} has shape {v.shape}: step_fn/eval_fn metrics must be "
+        "scalars, or name the stacked runs with train(..., runs=...)",
+      )
+    row = {k: float(v) for k, v in last.items()}
+    return [{"run": name, **row} if name else row]
+  rows = []
+  for i, run in enumerate(runs):
+    row = {"run": f"{name}/{run}" if name else str(run)}
+    for k, v in last.items():
+      row[k] = float(v[i] if v.ndim else v)
+    rows.append(row)
+  return rows
+
+
+def train(
+  init_fn: Callable[[jax.Array], Any],
+  step_fn: StepFn,
+  *,
+  workdir: str,
+  config,
+  data=None,
+  batch_fn: Callable | None = None,
+  eval_fn: Callable[[Any, Any], dict] | None = None,
+  mesh=None,
+  name: str = "",
+  runs: Sequence[str] | None = None,
+  finite_keys: Sequence[str] = ("loss", "grad_norm"),
+  shard_batch: bool = False,
+  allow_config_change: bool | None = None,
+):
+  """Runs `step_fn` for `config.num_steps` steps; returns (final state, history).
+
+  Args:
+    init_fn: key -> state, any pytree of arrays (for a vmapped sweep, a stack of runs).
+    step_fn: (state, batch, key, step) -> (state, dict of metrics); pure. `key` is this
+      step's key, `fold_in(root, step)`: derive named streams with
+      `lib.core.rng.stream(key, name)`.
+    workdir: where metrics.jsonl, config.json and ckpt/ go; resumed from if it holds a
+      checkpoint. Local or gs://.
+    config: a ConfigDict with seed, num_steps, log_every, checkpoint_every,
+      keep_checkpoints, eval_every (0: evaluate at the end only), mesh_data and
+      optionally tensorboard (`configs.common.train_config()`).
+    data: pytree the batches are read from. Host arrays are placed replicated on
+      `mesh` once; leaves that are already jax.Arrays stay as placed (e.g. sharded
+      over a `clients` axis).
+    batch_fn: (data, key, step) -> batch, jittable; default: the whole `data`.
+    eval_fn: (state, data) -> dict of scalars; jitted; run every `eval_every` steps
+      and at the end.
+    mesh: the mesh; by default a `data` mesh over `config.mesh_data` devices.
+    name: label for progress lines and the `run` column.
+    runs: names of the R runs stacked in the state: metrics and eval leaves then
+      carry a leading axis of size R and each log step writes R rows.
+    finite_keys: metrics whose first NaN/inf stops the run (any run of a stack).
+      Pass () where divergence is an outcome to record, not an error.
+    shard_batch: split the leading axis of every batch leaf over the `data` axis.
+    allow_config_change: resume although config.json differs from `config`;
+      None: the policy of the experiment (`config.allow_config_change` given to
+      `prepare_run`).
+
+  Returns:
+    (state, history): the final state and the metric rows written (this run's rows
+    from earlier, resumed-from runs included).
+
+  Raises:
+    ConfigError: a bad training config, or a changed config on resume.
+    NonFiniteError: naming the first step whose watched metric is not finite.
+    CheckpointError: the workdir's checkpoints cannot be restored.
+    Preempted: after SIGTERM, once the checkpoint is written.
+  """
+  workdir_lib.validate_train_config(config)
+  workdir_lib.prepare_workdir(workdir)
+  workdir_lib.check_config(workdir, config, allow_change=allow_config_change)
+  workdir_lib.write_config(workdir, config)
+  mesh = mesh if mesh is not None else mesh_lib.make_data_mesh(config.mesh_data)
+  replicated = mesh_lib.replicated(mesh)
+  batch_sharding = mesh_lib.batch_sharding(mesh)
+  batch_fn = batch_fn or full_batch
+  root = rng.root_key(config.seed)
+  data = _place(data, replicated)
+
+  def init(key):
+    return jax.numpy.zeros((), jax.numpy.int32), init_fn(key)
+
+  carry = jax.jit(init, out_shardings=replicated)(rng.stream(root, "init"))
+
+  def one_step(carry, _):
+    step, state = carry
+    key = rng.stream(root, "step", step)
+    batch = batch_fn(data, rng.stream(key, "data"), step)
+    if shard_batch:
+      batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
+    state, metrics = step_fn(state, batch, key, step)
+    return (step + 1, state), metrics
+
+  if shard_batch:  # Fail early, with the batch size in the message.
+    shapes = jax.eval_shape(batch_fn, data, root, carry[0])
+    for leaf in jax.tree.leaves(shapes):
+      mesh_lib.check_batch_divisible(leaf.shape[0] if leaf.shape else 1, mesh)
+
+  chunk_fns = {}
+
+  def run_chunk(carry, length):
+    if length not in chunk_fns:
+      chunk_fns[length] = jax.jit(
+        lambda c: jax.lax.scan(one_step, c, None, length=length),
+        donate_argnums=0,
+      )
+    return chunk_fns[length](carry)
+
+  jit_eval = jax.jit(eval_fn) if eval_fn is not None else None
+
+  def evaluate(state):
+    return jax.device_get(jit_eval(state, data)) if jit_eval else {}
+
+  ckpt = checkpoint_lib.Checkpointer(workdir, keep=config.keep_checkpoints)
+  start, restored = ckpt.restore_latest(carry)
+  if start is not None:
+    carry = restored
+    logging.info("%s resumed from %s at step %d", name, ckpt.directory, start)
+  writer = metrics_lib.MetricWriter(
+    workdir, resume_step=start, tensorboard=config.get("tensorboard", False)
+  )
+  step = int(start or 0)
+  progress = metrics_lib.Progress(config.num_steps, step, name)
+  history = list(writer.records)
+
+  try:
+    with _SigtermFlag() as sigterm:
+      while step < config.num_steps:
+        length = min(
+          config.log_every - step % config.log_every, config.num_steps - step
+        )
+        carry, stacked = run_chunk(carry, length)
+        stacked = jax.device_get(stacked)
+        bad = metrics_lib.first_non_finite(stacked, finite_keys)
+        if bad is not None:
+          metrics_lib.check_finite(
+            step + bad + 1, {k: v[bad] for k, v in stacked.items()}, finite_keys
+          )
+        step += length
+        last = step == config.num_steps
+        due = config.eval_every and step % config.eval_every == 0
+        evals = evaluate(carry[1]) if (last or due) else {}
+        rows = _rows(step, stacked, evals, runs, name)
+        loss = {k: np.asarray(v)[-1] for k, v in stacked.items() if k == "loss"}
+        rate = progress.update(step, loss)
+        for row in rows:
+          history.append(writer.write(step, {**row, "steps_per_sec": rate}))
+        stop = sigterm.agreed()
+        if last or step % config.checkpoint_every == 0 or stop:
+          ckpt.save(step, carry)
+        if stop:
+          ckpt.close()
+          raise Preempted(
+            f"preempted at step {step}: checkpoint saved in {ckpt.directory}; "
+            "rerun the same command to resume"
+          )
+    if step == 0 and config.num_steps == 0:
+      ckpt.save(0, carry)
+      if jit_eval is not None:
+        for row in _rows(0, {}, evaluate(carry[1]), runs, name):
+          history.append(writer.write(0, row))
+  finally:
+    writer.close()
+  ckpt.close()
+  return carry[1], history
+
+
+# -----------------------------------------------------------------------------
+# The supervised adapter: a Task plus an optax optimizer.
+# -----------------------------------------------------------------------------
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
-  """What to train: pure functions plus the device-resident data they read.
+  """What to train with `fit`: pure functions plus the data they read.
 
   Attributes:
     init_fn: key -> params.
@@ -51,62 +293,7 @@ class Task:
   shard_batch: bool = True
 
 
-def full_batch(data, key, step):
-  """`batch_fn` for full-batch training: the whole dataset every step."""
-  del key, step
-  return data
-
-
-def _validate(config) -> None:
-  for key in ("num_steps", "log_every", "checkpoint_every", "keep_checkpoints"):
-    if key not in config:
-      raise errors.ConfigError(f"config is missing the training key {key!r}")
-  errors.check(
-    config.num_steps >= 0, errors.ConfigError, "config.num_steps must be >= 0"
-  )
-  errors.check(
-    config.log_every > 0, errors.ConfigError, "config.log_every must be > 0"
-  )
-  errors.check(
-    config.checkpoint_every > 0
-    and config.checkpoint_every % config.log_every == 0,
-    errors.ConfigError,
-    f"config.checkpoint_every={config.checkpoint_every} must be a positive "
-    f"multiple of config.log_every={config.log_every}",
-  )
-  errors.check(
-    config.eval_every >= 0 and config.eval_every % config.log_every == 0,
-    errors.ConfigError,
-    f"config.eval_every={config.eval_every} must be 0 or a multiple of "
-    f"config.log_every={config.log_every}",
-  )
-
-
-class _SigtermFlag:
-  """Turns SIGTERM into a flag the loop checks between chunks (main thread only)."""
-
-  def __init__(self):
-    self.raised = False
-    self._previous = None
-
-  def __enter__(self):
-    if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._handle)
-    return self
-
-  def _handle(self, signum, frame):
-    del signum, frame
-    logging.warning(
-      "SIGTERM received: saving a checkpoint at the next log step"
-    )
-    self.raised = True
-
-  def __exit__(self, *exc):
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
-
-
-def train(
+def fit(
   task: Task,
   tx: optax.GradientTransformation,
   *,
@@ -114,108 +301,45 @@ def train(
   config,
   mesh=None,
   name: str = "",
+  allow_config_change: bool | None = None,
 ):
-  """Trains `task` with optimizer `tx`; returns (final TrainState, list of logged metrics).
+  """Trains `task` with the optax optimizer `tx` through `train`.
 
-  Args:
-    task: the functions and data.
-    tx: an optax GradientTransformation.
-    workdir: where metrics.jsonl, config.json and ckpt/ go; resumed from if it holds a
-      checkpoint.
-    config: a ConfigDict with seed, num_steps, log_every, checkpoint_every,
-      keep_checkpoints, eval_every (0: evaluate at the end only) and mesh_data.
-    mesh: optional mesh with a `data` axis; by default all devices.
-    name: label for progress lines.
-
-  Raises:
-    NonFiniteError: naming the first step whose loss or gradient norm is not finite.
-    Preempted: after SIGTERM, once the checkpoint is written.
+  Returns:
+    (final TrainState, history of metric rows). Rows hold the loss, the aux
+    metrics, the gradient/update/parameter norms and, when evaluated, `eval_fn`'s.
   """
-  _validate(config)
-  metrics_lib.prepare_workdir(workdir)
-  metrics_lib.write_config(workdir, config)
-  mesh = mesh if mesh is not None else mesh_lib.make_data_mesh(config.mesh_data)
-  replicated = mesh_lib.replicated(mesh)
-  batch_sharding = mesh_lib.batch_sharding(mesh)
-  root = rng.root_key(config.seed)
-  data = mesh_lib.to_global(task.data, replicated)
   train_step = state_lib.make_train_step(task.loss_fn, tx)
 
-  def init(key):
+  def init_fn(key):
     return state_lib.create_state(task.init_fn(key), tx)
 
-  state = jax.jit(init, out_shardings=replicated)(rng.stream(root, "init"))
-
-  def one_step(state, _):
-    key = rng.stream(root, "step", state.step)
-    batch = task.batch_fn(data, rng.stream(key, "data"), state.step)
-    if task.shard_batch:
-      batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
+  def step_fn(state, batch, key, step):
+    del step
     return train_step(state, batch, rng.stream(key, "loss"))
 
-  if task.shard_batch:  # Fail early, with the batch size in the message.
-    shapes = jax.eval_shape(task.batch_fn, data, root, state.step)
-    for leaf in jax.tree.leaves(shapes):
-      mesh_lib.check_batch_divisible(leaf.shape[0] if leaf.shape else 1, mesh)
+  eval_fn = None
+  if task.eval_fn is not None:
+    eval_fn = lambda state, data: task.eval_fn(state.params, data)
+  return train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=config,
+    data=task.data,
+    batch_fn=task.batch_fn,
+    eval_fn=eval_fn,
+    mesh=mesh,
+    name=name,
+    shard_batch=task.shard_batch,
+    allow_config_change=allow_config_change,
+  )
 
-  chunk_fns = {}
 
-  def run_chunk(state, length):
-    if length not in chunk_fns:
-      chunk_fns[length] = jax.jit(
-        lambda s: jax.lax.scan(one_step, s, None, length=length),
-        donate_argnums=0,
-      )
-    return chunk_fns[length](state)
-
-  eval_fn = jax.jit(task.eval_fn) if task.eval_fn is not None else None
-
-  ckpt = checkpoint_lib.Checkpointer(workdir, keep=config.keep_checkpoints)
-  start = ckpt.latest_step()
-  if start is not None:
-    state = ckpt.restore(state, start)
-    logging.info("%sresumed from %s at step %d", name, ckpt.directory, start)
-  writer = metrics_lib.MetricWriter(workdir, resume_step=start)
-  step = int(start or 0)
-  progress = metrics_lib.Progress(config.num_steps, step, name)
-  history = list(writer.records)
-
-  with _SigtermFlag() as sigterm:
-    while step < config.num_steps:
-      length = min(
-        config.log_every - step % config.log_every, config.num_steps - step
-      )
-      state, stacked = run_chunk(state, length)
-      stacked = jax.device_get(stacked)
-      bad = metrics_lib.first_non_finite(stacked)
-      if bad is not None:
-        metrics_lib.check_finite(
-          step + bad + 1, {k: v[bad] for k, v in stacked.items()}
-        )
-      step += length
-      record = {k: float(np.asarray(v)[-1]) for k, v in stacked.items()}
-      last = step == config.num_steps
-      if eval_fn is not None and (
-        last or (config.eval_every and step % config.eval_every == 0)
-      ):
-        record.update(
-          {
-            k: float(v)
-            for k, v in jax.device_get(eval_fn(state.params, data)).items()
-          }
-        )
-      record["steps_per_sec"] = progress.update(step, record)
-      writer.write(step, record)
-      history.append({"step": step, **record})
-      if last or step % config.checkpoint_every == 0 or sigterm.raised:
-        ckpt.save(step, state)
-      if sigterm.raised and not last:
-        ckpt.close()
-        raise Preempted(
-          f"preempted at step {step}: checkpoint saved in {ckpt.directory}; "
-          "rerun the same command to resume"
-        )
-  if config.num_steps == 0 or step == config.num_steps:
-    ckpt.save(step, state)
-  ckpt.close()
-  return state, history
+def check_one_of(value, known, key: str) -> None:
+  """ConfigError naming `key` unless `value` is one of `known` (early validation)."""
+  errors.check(
+    value in known,
+    errors.ConfigError,
+    f"{key}={value!r} is not one of {sorted(known)}",
+  )

@@ -1,105 +1,108 @@
-"""Run outputs: metrics.jsonl, config.json, results.json and progress lines.
+"""Run outputs: metrics.jsonl, optional TensorBoard events, and progress lines.
 
-One JSON object per log step, written by process 0 only (big_vision's writer, without clu).
+The metrics schema: one JSON object per (logged step, run), with scalar columns:
+`step`, `run` (when the workdir trains several things) and the metrics. Process 0
+writes; `read_jsonl` reads a file or every metrics.jsonl below a workdir, and
+`pandas.DataFrame(read_jsonl(workdir))` is the table (big_vision's writer, without clu).
 """
 
 import json
 import math
-import os
 import time
 
-import jax
 import numpy as np
 from absl import logging
+from etils import epath
 
 from lib.core import errors
+from lib.train import workdir as workdir_lib
+
+METRICS_FILE = "metrics.jsonl"
 
 
-def prepare_workdir(workdir: str) -> str:
-  """Creates `workdir` and checks that it is writable; raises WorkdirError if not."""
-  try:
-    os.makedirs(workdir, exist_ok=True)
-    probe = os.path.join(workdir, f".write_probe_{jax.process_index()}")
-    with open(probe, "w") as f:
-      f.write("ok")
-    os.remove(probe)
-  except OSError as e:
-    raise errors.WorkdirError(
-      f"workdir {workdir!r} is not writable: {e.strerror or e}"
-    ) from None
-  return workdir
+def read_jsonl(path) -> list[dict]:
+  """Rows of a metrics.jsonl file, or of every metrics.jsonl below a directory.
+
+  A directory's files are read in sorted path order; rows keep their `run` column.
+  """
+  path = epath.Path(path)
+  files = sorted(_find(path, METRICS_FILE)) if path.is_dir() else [path]
+  rows = []
+  for file in files:
+    rows += [json.loads(line) for line in file.read_text().splitlines() if line]
+  return rows
 
 
-def _to_python(value):
-  if isinstance(value, dict):
-    return {k: _to_python(v) for k, v in value.items()}
-  if isinstance(value, list | tuple):
-    return [_to_python(v) for v in value]
-  if isinstance(value, np.generic | jax.Array | np.ndarray):
-    arr = np.asarray(value)
-    return arr.item() if arr.ndim == 0 else arr.tolist()
-  if isinstance(value, float) and not math.isfinite(value):
-    return str(value)
-  return value
+def _find(root: epath.Path, name: str):
+  """Every file called `name` below `root` (epath has no recursive glob)."""
+  for child in root.iterdir():
+    if child.is_dir():
+      yield from _find(child, name)
+    elif child.name == name:
+      yield child
 
 
-def write_json(path: str, obj) -> None:
-  """Writes `obj` as pretty JSON atomically (process 0 only)."""
-  if jax.process_index() != 0:
-    return
-  tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    json.dump(_to_python(obj), f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
+class _TensorBoard:
+  """Scalars as TensorBoard event files, through tensorboardX (no TensorFlow)."""
 
+  def __init__(self, logdir: str):
+    try:
+      from tensorboardX import SummaryWriter
+    except ImportError:
+      raise errors.ConfigError(
+        "config.tensorboard=True needs the tensorboardX package: "
+        "pip install -r requirements-dev.txt"
+      ) from None
+    self._writer = SummaryWriter(logdir)
 
-def write_config(workdir: str, config) -> None:
-  """Saves the run's config as `<workdir>/config.json`."""
-  data = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-  write_json(os.path.join(workdir, "config.json"), data)
+  def write(self, step: int, record: dict) -> None:
+    prefix = f"{record['run']}/" if "run" in record else ""
+    for key, value in record.items():
+      if isinstance(value, int | float) and key not in ("step", "run"):
+        self._writer.add_scalar(prefix + key, value, step)
+    self._writer.flush()
 
-
-def write_results(workdir: str, results: dict) -> dict:
-  """Saves the run's summary as `<workdir>/results.json` and returns it."""
-  write_json(os.path.join(workdir, "results.json"), results)
-  return results
-
-
-def read_jsonl(path: str) -> list[dict]:
-  """Reads a metrics.jsonl file into a list of dicts."""
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  def close(self) -> None:
+    self._writer.close()
 
 
 class MetricWriter:
-  """Appends one JSON line per log step to `<workdir>/metrics.jsonl`.
+  """Appends rows to `<workdir>/metrics.jsonl` (process 0).
 
-  On resume from step `resume_step`, lines past that step (written by the killed run after
+  On resume from `resume_step`, rows past that step (written by the killed run after
   its last checkpoint) are dropped, so the file ends as an uninterrupted run's would.
   """
 
-  def __init__(self, workdir: str, *, resume_step: int | None = None):
-    self.path = os.path.join(workdir, "metrics.jsonl")
-    self._active = jax.process_index() == 0
-    self.records = []  # Lines kept from before a resume.
+  def __init__(
+    self, workdir, *, resume_step: int | None = None, tensorboard=False
+  ):
+    self.path = workdir_lib.path(workdir, METRICS_FILE)
+    self._active = workdir_lib.is_main_process()
+    self.records = []  # Rows kept from before a resume.
+    self._tb = None
     if not self._active:
       return
-    if resume_step is None:
-      open(self.path, "w").close()
-    elif os.path.exists(self.path):
+    if resume_step is not None and self.path.exists():
       self.records = [
         r for r in read_jsonl(self.path) if r["step"] <= resume_step
       ]
-      with open(self.path, "w") as f:
-        f.writelines(json.dumps(r) + "\n" for r in self.records)
+    self.path.write_text("".join(json.dumps(r) + "\n" for r in self.records))
+    if tensorboard:
+      self._tb = _TensorBoard(str(workdir_lib.path(workdir, "tensorboard")))
 
-  def write(self, step: int, metrics: dict) -> None:
-    if not self._active:
-      return
-    record = {"step": int(step), **_to_python(metrics)}
-    with open(self.path, "a") as f:
-      f.write(json.dumps(record) + "\n")
+  def write(self, step: int, metrics: dict) -> dict:
+    """Appends one row; returns it (as written)."""
+    record = {"step": int(step), **workdir_lib.to_python(metrics)}
+    if self._active:
+      with self.path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+      if self._tb is not None:
+        self._tb.write(step, record)
+    return record
+
+  def close(self) -> None:
+    if self._tb is not None:
+      self._tb.close()
 
 
 def check_finite(step: int, metrics: dict, keys=("loss", "grad_norm")) -> None:
@@ -113,49 +116,17 @@ def check_finite(step: int, metrics: dict, keys=("loss", "grad_norm")) -> None:
 
 
 def first_non_finite(stacked: dict, keys=("loss", "grad_norm")):
-  """Index of the first entry along axis 0 where a watched metric is not finite."""
+  """Index along axis 0 (steps) of the first entry where a watched metric is not
+  finite (for any run, when metrics carry a run axis); None if all are finite."""
   bad = None
   for key in keys:
     if key in stacked:
-      idx = np.flatnonzero(~np.isfinite(np.asarray(stacked[key])))
+      v = np.asarray(stacked[key])
+      rows = ~np.isfinite(v.reshape(v.shape[0], -1)).all(axis=1)
+      idx = np.flatnonzero(rows)
       if idx.size:
         bad = int(idx[0]) if bad is None else min(bad, int(idx[0]))
   return bad
-
-
-class Progress:
-  """Logs step, loss, steps/s and ETA; the first (compiling) interval is excluded."""
-
-  def __init__(self, total_steps: int, first_step: int = 0, name: str = ""):
-    self.total = total_steps
-    self.name = f"[{name}] " if name else ""
-    self._t0 = None
-    self._s0 = first_step
-    self._start = time.perf_counter()
-
-  def update(self, step: int, metrics: dict) -> float:
-    """Logs one progress line; returns steps/s (0 until measured)."""
-    now = time.perf_counter()
-    if (
-      self._t0 is None
-    ):  # First interval includes compilation: start the clock here.
-      self._t0, self._s0 = now, step
-      rate = 0.0
-    else:
-      rate = (step - self._s0) / max(now - self._t0, 1e-9)
-    eta = (self.total - step) / rate if rate > 0 else float("nan")
-    loss = metrics.get("loss", float("nan"))
-    logging.info(
-      "%sstep %d/%d  loss %.5g  %.1f steps/s  ETA %s  (%.0fs elapsed)",
-      self.name,
-      step,
-      self.total,
-      loss,
-      rate,
-      _fmt_seconds(eta),
-      now - self._start,
-    )
-    return rate
 
 
 def _fmt_seconds(s: float) -> str:
@@ -167,3 +138,86 @@ def _fmt_seconds(s: float) -> str:
     if s >= 3600
     else f"{s // 60}m{s % 60:02d}s"
   )
+
+
+class Progress:
+  """Logs step, loss, steps/s and ETA (process 0); the compiling interval is excluded."""
+
+  def __init__(self, total_steps: int, first_step: int = 0, name: str = ""):
+    self.total = total_steps
+    self.name = f"[{name}] " if name else ""
+    self._t0 = None
+    self._s0 = first_step
+    self._start = time.perf_counter()
+
+  def update(self, step: int, metrics: dict) -> float:
+    """Logs one progress line; returns steps/s (0 until measured)."""
+    now = time.perf_counter()
+    if self._t0 is None:  # The first interval includes compilation.
+      self._t0, self._s0 = now, step
+      rate = 0.0
+    else:
+      rate = (step - self._s0) / max(now - self._t0, 1e-9)
+    eta = (self.total - step) / rate if rate > 0 else float("nan")
+    loss = np.asarray(metrics.get("loss", float("nan")), np.float64)
+    if workdir_lib.is_main_process():
+      logging.info(
+        "%sstep %d/%d  loss %s  %.1f steps/s  ETA %s  (%.0fs elapsed)",
+        self.name,
+        step,
+        self.total,
+        np.array2string(loss, precision=5) if loss.ndim else f"{loss:.5g}",
+        rate,
+        _fmt_seconds(eta),
+        now - self._start,
+      )
+    return rate
+
+
+class Sweep:
+  """Progress over several runs of one experiment: "run i/N <label>", overall ETA.
+
+      sweep = Sweep(len(methods), name="quartet_llm")
+      for method in methods:
+        with sweep.run(method):
+          ...  # lib.train.train / fit
+
+  The ETA assumes the remaining runs take as long as the finished ones on average.
+  """
+
+  def __init__(self, num_runs: int, name: str = ""):
+    self.total = int(num_runs)
+    self.name = f"[{name}] " if name else ""
+    self.done = 0
+    self._start = time.perf_counter()
+
+  def run(self, label: str):
+    return _SweepRun(self, label)
+
+  def _log(self, message: str, *args) -> None:
+    if workdir_lib.is_main_process():
+      logging.info(self.name + message, *args)
+
+
+class _SweepRun:
+  def __init__(self, sweep: Sweep, label: str):
+    self.sweep, self.label = sweep, label
+
+  def __enter__(self):
+    s = self.sweep
+    elapsed = time.perf_counter() - s._start
+    eta = elapsed / s.done * (s.total - s.done) if s.done else float("nan")
+    s._log(
+      "run %d/%d %s  (%.0fs elapsed, overall ETA %s)",
+      s.done + 1,
+      s.total,
+      self.label,
+      elapsed,
+      _fmt_seconds(eta),
+    )
+    return self
+
+  def __exit__(self, exc_type, *exc):
+    if exc_type is None:
+      self.sweep.done += 1
+    return False

@@ -1,14 +1,18 @@
 """The reproduce report runs registered claims and writes REPORT.md."""
 
+import io
+import json
+import logging
 import os
+import time
 
 import pytest
 
 from configs import reproduce as config_lib
 from experiments import claims as claims_lib
 from experiments import reproduce
+from experiments.claims import report
 from lib.core import errors
-from lib.train import report
 
 
 def test_registry_is_well_formed():
@@ -19,6 +23,7 @@ def test_registry_is_well_formed():
   )
   for c in claims:
     report.parse_check(c.check)  # raises on a malformed check
+    assert c.sanity or c.comparator.strip(), c.name
     assert os.path.exists(
       os.path.join(repo, "experiments", f"{c.experiment}.py")
     ), c
@@ -32,11 +37,66 @@ def test_unknown_subset_is_a_config_error():
     reproduce.select(claims_lib.all_claims(), "nonexistent_paper")
 
 
-def test_smoke_report_for_one_paper(tmp_path):
+def test_smoke_report_for_one_paper(tmp_path, caplog):
   config = config_lib.get_config("only=simplicity_bias,smoke")
-  results = reproduce.run(config, str(tmp_path))
+  with caplog.at_level(logging.INFO):
+    results = reproduce.run(config, str(tmp_path))
+  # The child's progress came through live, prefixed, and is saved too.
+  assert any(
+    r.getMessage().startswith("[simplicity_bias] ") for r in caplog.records
+  )
+  assert (tmp_path / "simplicity_bias" / "log.txt").stat().st_size > 0
   text = (tmp_path / "REPORT.md").read_text()
   assert results["failures"] == {}
   assert results["num_claims"] == text.count("| simplicity_bias |") > 0
+  assert results["num_claims"] == sum(
+    results[f"num_{v}"] for v in report.VERDICTS
+  )
   assert "Environment: jax" in text
+  assert f"{results['num_claims']} claims at the smoke scale" in text
   assert (tmp_path / "simplicity_bias" / "boundaries.png").exists()
+
+
+def test_relay_saves_every_line_and_echoes_it_prefixed(caplog):
+  child = io.StringIO(
+    "I1203 09:19:59.419810 139771284233088 loop.py:88] step 100/400 loss 2.5\n"
+    "plain print\n"
+    "\n"
+    "W1203 09:20:00.000001 139771284233088 x.py:1] careful\n"
+  )
+  log = io.StringIO()
+  with caplog.at_level(logging.INFO):
+    reproduce._relay(child, log, "quartet_llm", echo=True)
+  assert log.getvalue().startswith("I1203 09:19:59.419810")
+  assert log.getvalue().count("\n") == 4  # the saved log is complete
+  echoed = [(r.levelno, r.getMessage()) for r in caplog.records]
+  assert (logging.INFO, "[quartet_llm] step 100/400 loss 2.5") in echoed
+  assert (logging.INFO, "[quartet_llm] plain print") in echoed
+  assert (logging.WARNING, "[quartet_llm] careful") in echoed
+  assert len(echoed) == 3  # blank lines are not echoed
+  caplog.clear()
+  reproduce._relay(io.StringIO("x\n"), io.StringIO(), "r", echo=False)
+  assert not caplog.records  # processes other than 0 stay quiet
+
+
+def test_a_run_past_its_timeout_is_stopped(tmp_path):
+  start = time.perf_counter()
+  results, error = reproduce.run_experiment(
+    "simplicity_bias", "quick,smoke", str(tmp_path), timeout=0.5
+  )
+  assert results is None and error.startswith("timed out after 0.5 s")
+  assert time.perf_counter() - start < 30
+  assert (tmp_path / "log.txt").exists()
+
+
+def test_previous_verdicts_read_old_and_new_reports(tmp_path):
+  (tmp_path / "results.json").write_text(
+    json.dumps(
+      {"claims": {"a": {"holds": True}, "b": {"verdict": "unresolved"}}}
+    )
+  )
+  assert reproduce.previous_verdicts(str(tmp_path)) == {
+    "a": "yes",
+    "b": "unresolved",
+  }
+  assert reproduce.previous_verdicts(str(tmp_path / "none")) == {}

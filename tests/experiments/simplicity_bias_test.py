@@ -52,7 +52,7 @@ def test_one_device_matches_eight(tmp_path):
 
   losses = {}
   for n in (1, 8):
-    _, history = train_lib.train(
+    _, history = train_lib.fit(
       simplicity_bias.cluster_task(config, data),
       optax.adam(1e-3),
       workdir=str(tmp_path / f"d{n}"),

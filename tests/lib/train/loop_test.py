@@ -55,7 +55,7 @@ def _config(**kw):
 
 
 def _train(tmp_path, name, task=None, tx=None, mesh=None, **kw):
-  return train_lib.train(
+  return train_lib.fit(
     task or _regression_task(),
     tx or optax.adam(5e-2),
     workdir=str(tmp_path / name),
@@ -92,10 +92,16 @@ def test_same_seed_same_numbers(tmp_path):
 
 def test_resume_matches_uninterrupted_bitwise(tmp_path):
   full, _ = _train(tmp_path, "full")
-  _train(
-    tmp_path, "split", num_steps=20
-  )  # "killed" after its step-20 checkpoint
-  resumed, history = _train(tmp_path, "split")
+  # "Killed" after its step-20 checkpoint. Extending num_steps is a config
+  # change (a schedule could depend on it), so the resume must allow it.
+  _train(tmp_path, "split", num_steps=20)
+  resumed, history = train_lib.fit(
+    _regression_task(),
+    optax.adam(5e-2),
+    workdir=str(tmp_path / "split"),
+    config=_config(),
+    allow_config_change=True,
+  )
   assert int(resumed.step) == 40
   assert [r["step"] for r in history] == [10, 20, 30, 40]
   for a, b in zip(jax.tree.leaves(full), jax.tree.leaves(resumed)):
@@ -132,7 +138,7 @@ def test_unwritable_workdir(tmp_path):
   blocker = tmp_path / "file"
   blocker.write_text("not a directory")
   with pytest.raises(errors.WorkdirError, match="not writable"):
-    train_lib.train(
+    train_lib.fit(
       _regression_task(),
       optax.sgd(0.1),
       workdir=str(blocker / "run"),
@@ -163,3 +169,115 @@ def test_train_step_is_pure_and_jittable():
   for a, b in zip(jax.tree.leaves(new_state.params), jax.tree.leaves(expected)):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
   assert int(new_state.step) == 1 and np.isfinite(metrics["grad_norm"])
+
+
+# -----------------------------------------------------------------------------
+# The runtime under `fit`: train(init_fn, step_fn, ...).
+# -----------------------------------------------------------------------------
+
+
+def _quadratic_sweep(lrs=(0.1, 0.5, 3.0)):
+  """R runs of GD on f(x) = x^2 / 2 from x0 = 1, stacked: x_t = (1 - lr)^t."""
+  lrs = jnp.asarray(lrs, jnp.float32)
+
+  def init_fn(key):
+    del key
+    return {"x": jnp.ones_like(lrs)}
+
+  def step_fn(state, batch, key, step):
+    del batch, key, step
+    x = state["x"] - lrs * state["x"]
+    return {"x": x}, {"loss": 0.5 * x**2}
+
+  def eval_fn(state, data):
+    del data
+    return {"abs_x": jnp.abs(state["x"])}
+
+  return init_fn, step_fn, eval_fn
+
+
+def test_train_sweep_writes_one_row_per_run_and_matches_closed_form(tmp_path):
+  init_fn, step_fn, eval_fn = _quadratic_sweep()
+  state, history = train_lib.train(
+    init_fn,
+    step_fn,
+    eval_fn=eval_fn,
+    workdir=str(tmp_path / "sweep"),
+    config=_config(num_steps=7, log_every=3, checkpoint_every=3),
+    runs=("a", "b", "c"),
+    name="gd",
+  )
+  expected = (1.0 - np.asarray([0.1, 0.5, 3.0])) ** 7
+  np.testing.assert_allclose(state["x"], expected, rtol=1e-6)
+  rows = train_lib.read_jsonl(str(tmp_path))  # a directory: every file below
+  assert [(r["step"], r["run"]) for r in rows] == [
+    (s, f"gd/{r}") for s in (3, 6, 7) for r in "abc"
+  ]
+  last = {r["run"]: r for r in rows if r["step"] == 7}
+  np.testing.assert_allclose(last["gd/c"]["abs_x"], 2.0**7, rtol=1e-6)
+  np.testing.assert_allclose(last["gd/b"]["loss"], 0.5 * 0.5**14, rtol=1e-5)
+  assert history == rows
+
+
+def test_changed_config_is_refused_naming_the_key(tmp_path):
+  _train(tmp_path, "run", num_steps=20)
+  with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3"):
+    _train(tmp_path, "run", num_steps=20, seed=3)
+  # Explicitly allowed: resumes and records the change in the workdir.
+  state, _ = train_lib.fit(
+    _regression_task(),
+    optax.adam(5e-2),
+    workdir=str(tmp_path / "run"),
+    config=_config(num_steps=40),
+    allow_config_change=True,
+  )
+  assert int(state.step) == 40
+  changes = (tmp_path / "run" / "config_changes.jsonl").read_text()
+  assert "num_steps: 20 -> 40" in changes
+
+
+def test_sigterm_in_the_last_chunk_still_stops(tmp_path):
+  import signal
+
+  init_fn, step_fn, _ = _quadratic_sweep((0.1,))
+
+  def batch_fn(data, key, step):
+    del data, key
+
+    def maybe_kill(s):
+      if int(s) == 8:  # inside the last chunk (steps 7..9)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    jax.debug.callback(maybe_kill, step)
+    return None
+
+  cfg = _config(num_steps=9, log_every=3, checkpoint_every=3)
+  with pytest.raises(train_lib.Preempted, match="step 9"):
+    train_lib.train(
+      init_fn,
+      step_fn,
+      batch_fn=batch_fn,
+      workdir=str(tmp_path),
+      config=cfg,
+      runs=("only",),
+    )
+  assert sorted(os.listdir(tmp_path / "ckpt"))[-1] == "9"
+
+
+def test_zero_steps_evaluates_the_initial_state(tmp_path):
+  state, history = _train(tmp_path, "zero", num_steps=0)
+  assert int(state.step) == 0
+  assert [r["step"] for r in history] == [0] and "full_mse" in history[0]
+
+
+def test_sweep_progress_logs_run_counts(caplog):
+  from absl import logging as absl_logging
+
+  absl_logging.set_verbosity("info")
+  sweep = train_lib.Sweep(2, name="demo")
+  with caplog.at_level("INFO"):
+    for label in ("a", "b"):
+      with sweep.run(label):
+        pass
+  text = caplog.text
+  assert "run 1/2 a" in text and "run 2/2 b" in text and "overall ETA" in text

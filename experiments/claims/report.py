@@ -1,0 +1,327 @@
+"""Paper claims and the reproduce report (REPORT.md).
+
+A `Claim` names an experiment, the config variant to run, the paper's sentence
+and number, the key of ours in that run's results.json, the comparator it is
+measured against, and a check such as ">= 0.004" or "in [-0.14, -0.06]".
+`experiments/reproduce.py` runs each experiment once and fills the tables.
+
+Verdicts (the report must not be able to flatter us, issues 12 and 14):
+
+- "missing": the number (or a key the verdict needs) is not in results.json.
+- "no": the point estimate fails its check, is not finite, or the comparator
+  diverged (a "yes" may never rest on a diverged baseline).
+- "unresolved": the point passes but its interval (`interval`) does not pass
+  as a whole, the interval is absent or malformed, or it does not contain its
+  own point estimate (a defect of the estimator, shown as "point outside
+  band").
+- "yes": everything above is clear.
+
+Sanity rows (`sanity=True`: bookkeeping identities, checks against our own
+earlier numbers) get the same verdicts but are listed apart and never counted
+as claims.
+"""
+
+import dataclasses
+import math
+import re
+
+VERDICTS = ("yes", "no", "unresolved", "missing")
+NO_PAPER_VALUE = "(none)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+  """One row of the reproduce report."""
+
+  name: str  # unique id, e.g. "sb_adam_beats_gd"
+  paper: str  # short paper label, e.g. "simplicity_bias"
+  experiment: str  # module under experiments/
+  config: str  # config argument, e.g. "quick"
+  claim: str  # the paper's claim in one sentence
+  paper_value: str  # the paper's number as text, or "(none)"
+  metric: str  # key in results.json, dots for nesting
+  check: str  # ">= x", "<= x", "> x", "< x", "in [a, b]"
+  # What ours is measured against, e.g. "best of next-step CNN, du/dt CNN",
+  # "paper's value", "analytic optimum". Required for claims (not sanity).
+  comparator: str = ""
+  # Optional results key saying whether the comparator diverged: a bool
+  # (True = diverged) or a finite fraction (< 1 = some runs diverged).
+  comparator_diverged: str | None = None
+  # Bookkeeping / our-own-number checks: listed apart, not counted as claims.
+  sanity: bool = False
+  fmt: str = "{:.4g}"
+  figures: tuple[str, ...] = ()
+  note: str = ""
+  # Optional (low, high) metric keys of a spread of ours, e.g. a bootstrap
+  # band: "0.86 [0.64, 1.63]". With it, "yes" needs the whole band to pass.
+  interval: tuple[str, str] | None = None
+
+  def __post_init__(self):
+    parse_check(self.check)
+    if not self.sanity and not self.comparator.strip():
+      raise ValueError(
+        f"claim {self.name!r} names no comparator (set comparator=..., or "
+        "sanity=True for a bookkeeping check)"
+      )
+
+  @property
+  def run_name(self) -> str:
+    """Sub-directory of the reproduce workdir that holds this claim's run."""
+    config = self.config.replace(",", "_").replace("=", "-")
+    return (
+      self.experiment if config == "quick" else f"{self.experiment}_{config}"
+    )
+
+
+_CHECK = re.compile(
+  r"^\s*(?:(>=|<=|>|<)\s*(\S+)|in\s*\[\s*([^,\]]+)\s*,\s*([^\]]+)\s*\])\s*$"
+)
+
+
+def parse_check(check: str):
+  """Returns a predicate float -> bool for a check string; raises ValueError."""
+  m = _CHECK.match(check)
+  if not m:
+    raise ValueError(
+      f"bad claim check {check!r}: use '>= x', '<= x', '> x', '< x' or "
+      "'in [a, b]'"
+    )
+  op, x, lo, hi = m.groups()
+  if op:
+    t = float(x)
+    return {
+      ">=": lambda v: v >= t,
+      "<=": lambda v: v <= t,
+      ">": lambda v: v > t,
+      "<": lambda v: v < t,
+    }[op]
+  lo, hi = float(lo), float(hi)
+  return lambda v: lo <= v <= hi
+
+
+def lookup(results: dict, metric: str):
+  """results['a']['b'] for metric 'a.b'; None when absent.
+
+  Keys may hold dots themselves ('qng_beta0.3'): the longest key that matches
+  wins at each level.
+  """
+  parts = metric.split(".")
+
+  def walk(value, i):
+    if i == len(parts):
+      return value
+    if not isinstance(value, dict):
+      return None
+    for j in range(len(parts), i, -1):
+      key = ".".join(parts[i:j])
+      if key in value:
+        found = walk(value[key], j)
+        if found is not None:
+          return found
+    return None
+
+  return walk(results, 0)
+
+
+def _is_number(v) -> bool:
+  return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _finite(v) -> bool:
+  return _is_number(v) and math.isfinite(v)
+
+
+def diverged(value) -> bool | None:
+  """Reads a comparator-divergence flag: a bool, or a finite fraction.
+
+  True for `True`, for a fraction < 1 and for a non-finite number (nothing
+  says it converged); False for `False` or a fraction of 1; None when the
+  value is absent or of another type.
+  """
+  if isinstance(value, bool):
+    return value
+  if _is_number(value):
+    return not (math.isfinite(value) and value >= 1)
+  return None
+
+
+def _fmt(claim: Claim, value) -> str:
+  try:
+    return claim.fmt.format(value)
+  except (ValueError, TypeError):
+    return str(value)
+
+
+def evaluate(claim: Claim, results: dict | None) -> dict:
+  """Reads our number for `claim` from `results`; returns the report row.
+
+  The row: {"claim", "value", "ours", "verdict", "reasons", "holds"}, where
+  `verdict` is one of VERDICTS, `reasons` a list of short texts shown next to
+  it, and `holds` is `verdict == "yes"`.
+  """
+  reasons = []
+  if results is None:
+    reasons.append("the run failed")
+  results = results or {}
+  value = lookup(results, claim.metric)
+
+  def row(verdict, ours):
+    return {
+      "claim": claim,
+      "value": value,
+      "ours": ours,
+      "verdict": verdict,
+      "reasons": reasons,
+      "holds": verdict == "yes",
+    }
+
+  if value is None or isinstance(value, dict | list):
+    reasons[:] = reasons or [f"no `{claim.metric}` in results"]
+    return row("missing", "missing")
+  if not _finite(value):
+    reasons.append("not a finite number")
+    return row("no", str(value))
+
+  ours = _fmt(claim, value)
+  verdict = "yes" if parse_check(claim.check)(float(value)) else "no"
+
+  if claim.interval is not None:
+    lo, hi = (lookup(results, k) for k in claim.interval)
+    if _finite(lo) and _finite(hi):
+      ours += f" [{_fmt(claim, lo)}, {_fmt(claim, hi)}]"
+      if lo > hi:
+        reasons.append("band low > high")
+        verdict = "unresolved" if verdict == "yes" else verdict
+      elif not lo <= value <= hi:
+        # An estimator whose band excludes its own point is broken.
+        reasons.append("point outside band")
+        verdict = "unresolved" if verdict == "yes" else verdict
+      elif verdict == "yes":
+        check = parse_check(claim.check)
+        # Checks are half-lines or closed intervals (convex): the whole band
+        # passes iff both ends do.
+        if not (check(float(lo)) and check(float(hi))):
+          reasons.append("band straddles the check")
+          verdict = "unresolved"
+    elif verdict == "yes":
+      reasons.append("band missing")
+      verdict = "unresolved"
+
+  if claim.comparator_diverged is not None:
+    flag = lookup(results, claim.comparator_diverged)
+    state = diverged(flag)
+    if state is None:
+      reasons.append(f"no `{claim.comparator_diverged}` (baseline divergence)")
+      verdict = "missing" if verdict == "yes" else verdict
+    elif state:
+      reasons.append(
+        f"baseline diverged (`{claim.comparator_diverged}` = {flag})"
+      )
+      verdict = "no"
+  return row(verdict, ours)
+
+
+def _verdict_cell(row: dict) -> str:
+  verdict = row["verdict"]
+  text = verdict if verdict == "yes" else f"**{verdict}**"
+  if row["reasons"]:
+    text += " (" + "; ".join(row["reasons"]) + ")"
+  return text
+
+
+def _cell(text: str) -> str:
+  return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def counts(rows: list[dict]) -> dict:
+  """Number of rows per verdict, every verdict present."""
+  out = dict.fromkeys(VERDICTS, 0)
+  for r in rows:
+    out[r["verdict"]] += 1
+  return out
+
+
+def summary_line(rows: list[dict], scale: str = "quick") -> str:
+  """'N claims at the quick scale: a yes, b no, c unresolved, d missing.'"""
+  claims = [r for r in rows if not r["claim"].sanity]
+  sanity = [r for r in rows if r["claim"].sanity]
+  n = counts(claims)
+  noun = "claim" if len(claims) == 1 else "claims"
+  line = f"{len(claims)} {noun} at the {scale} scale: " + ", ".join(
+    f"{n[v]} {v}" for v in VERDICTS
+  )
+  if sanity:
+    line += (
+      f". Sanity checks: {counts(sanity)['yes']}/{len(sanity)} pass"
+      " (not counted as claims)"
+    )
+  return line + "."
+
+
+def render_markdown(
+  rows: list[dict],
+  *,
+  environment: str,
+  failures: dict,
+  changes: dict | None = None,
+  scale: str = "quick",
+) -> str:
+  """The REPORT.md text: claims, sanity checks, notes, failed runs, count.
+
+  `changes` ({claim name: (old verdict, new verdict)}, e.g. against the last
+  report in the same workdir) adds a closing list of the verdicts that changed,
+  each with the reasons of its new verdict.
+  """
+  claims = [r for r in rows if not r["claim"].sanity]
+  sanity = [r for r in rows if r["claim"].sanity]
+
+  def figs(c):
+    return " ".join(f"[{f}]({c.run_name}/{f})" for f in c.figures)
+
+  lines = ["# Reproduction report", "", environment, "", "## Claims", ""]
+  lines += [
+    "| paper | claim | paper value | ours | comparator | check | verdict "
+    "| figures |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
+  for row in claims:
+    c = row["claim"]
+    lines.append(
+      f"| {c.paper} | {_cell(c.claim)} | {_cell(c.paper_value)} | "
+      f"{_cell(row['ours'])} | {_cell(c.comparator)} | "
+      f"`{c.metric} {c.check}` | {_cell(_verdict_cell(row))} | {figs(c)} |"
+    )
+  if sanity:
+    lines += [
+      "",
+      "## Sanity checks",
+      "",
+      "Bookkeeping identities and checks against our own numbers; not "
+      "claims of the papers, not counted above.",
+      "",
+      "| paper | check | reference | ours | check | verdict | figures |",
+      "|---|---|---|---|---|---|---|",
+    ]
+    for row in sanity:
+      c = row["claim"]
+      lines.append(
+        f"| {c.paper} | {_cell(c.claim)} | {_cell(c.paper_value)} | "
+        f"{_cell(row['ours'])} | `{c.metric} {c.check}` | "
+        f"{_cell(_verdict_cell(row))} | {figs(c)} |"
+      )
+  notes = [r["claim"] for r in rows if r["claim"].note]
+  if notes:
+    lines += ["", "## Notes", ""]
+    lines += [f"- `{c.name}`: {c.note}" for c in notes]
+  if failures:
+    lines += ["", "## Runs that failed", ""]
+    lines += [f"- `{k}`: {v}" for k, v in failures.items()]
+  if changes:
+    by_name = {r["claim"].name: r for r in rows}
+    lines += ["", "## Verdicts changed since the last report", ""]
+    for name, (old, new) in changes.items():
+      row = by_name.get(name)
+      why = f" ({'; '.join(row['reasons'])})" if row and row["reasons"] else ""
+      lines.append(f"- `{name}`: {old} -> {new}{why}")
+  lines += ["", summary_line(rows, scale), ""]
+  return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""Claim checks, verdicts and the report tables (experiments/claims/report.py)."""
+
+import math
+
+import pytest
+
+from experiments.claims import report
+
+
+def _claim(**kw):
+  base = dict(
+    name="c",
+    paper="p",
+    experiment="e",
+    config="quick",
+    claim="x",
+    paper_value="1",
+    metric="a.b",
+    check=">= 0.5",
+    comparator="baseline B",
+  )
+  base.update(kw)
+  return report.Claim(**base)
+
+
+@pytest.mark.parametrize(
+  "check,value,expected",
+  [
+    (">= 0.5", 0.5, True),
+    ("> 0.5", 0.5, False),
+    ("<= -1", -2, True),
+    ("< 0", 0.0, False),
+    ("in [-0.14, -0.06]", -0.1, True),
+    ("in [-0.14, -0.06]", -0.05, False),
+  ],
+)
+def test_parse_check(check, value, expected):
+  assert report.parse_check(check)(value) is expected
+
+
+def test_bad_check_is_rejected():
+  with pytest.raises(ValueError, match="bad claim check"):
+    report.parse_check("about 3")
+  with pytest.raises(ValueError, match="bad claim check"):
+    _claim(check="about 3")
+
+
+def test_a_claim_must_name_its_comparator():
+  with pytest.raises(ValueError, match="names no comparator"):
+    _claim(comparator="")
+  _claim(comparator="", sanity=True)  # bookkeeping needs none
+
+
+def test_point_verdicts():
+  ok = report.evaluate(_claim(), {"a": {"b": 0.7}})
+  fails = report.evaluate(_claim(), {"a": {"b": 0.3}})
+  missing = report.evaluate(_claim(), {"a": {}})
+  no_run = report.evaluate(_claim(), None)
+  nan = report.evaluate(_claim(), {"a": {"b": float("nan")}})
+  assert [r["verdict"] for r in (ok, fails, missing, no_run, nan)] == [
+    "yes",
+    "no",
+    "missing",
+    "missing",
+    "no",
+  ]
+  assert ok["holds"] and not nan["holds"] and nan["reasons"] == ["not a finite number"]
+
+
+@pytest.mark.parametrize(
+  "check,point,lo,hi,verdict,reason",
+  [
+    # The whole band passes.
+    ("< 1", 0.6, 0.4, 0.9, "yes", None),
+    # The point passes, the band straddles the check.
+    ("< 1", 0.6, 0.2, 1.8, "unresolved", "band straddles the check"),
+    ("in [0, 1]", 0.5, -0.1, 0.9, "unresolved", "band straddles the check"),
+    # The point fails: "no", whatever the band.
+    ("< 1", 1.2, 0.5, 1.5, "no", None),
+    # quartet_eff_n at quick scale: 0.080 outside its own [0.184, 1.857].
+    ("< 1", 0.080, 0.184, 1.857, "unresolved", "point outside band"),
+    # Even a band that passes entirely cannot rescue a point outside it.
+    ("< 1", 0.080, 0.184, 0.5, "unresolved", "point outside band"),
+    ("< 1", 0.5, 0.9, 0.1, "unresolved", "band low > high"),
+  ],
+)
+def test_interval_verdicts(check, point, lo, hi, verdict, reason):
+  claim = _claim(check=check, interval=("a.lo", "a.hi"))
+  row = report.evaluate(claim, {"a": {"b": point, "lo": lo, "hi": hi}})
+  assert row["verdict"] == verdict, row
+  assert (reason in row["reasons"]) if reason else not row["reasons"]
+
+
+def test_interval_is_shown_next_to_ours_and_required_for_yes():
+  claim = _claim(fmt="{:.2f}", interval=("a.lo", "a.hi"))
+  row = report.evaluate(claim, {"a": {"b": 0.7, "lo": 0.61, "hi": 0.93}})
+  assert row["verdict"] == "yes" and row["ours"] == "0.70 [0.61, 0.93]"
+  # Without its band a claim that needs one is not established.
+  row = report.evaluate(claim, {"a": {"b": 0.7}})
+  assert row["ours"] == "0.70" and row["verdict"] == "unresolved"
+  assert row["reasons"] == ["band missing"]
+
+
+@pytest.mark.parametrize(
+  "flag,verdict",
+  [
+    (True, "no"),
+    (False, "yes"),
+    (0.0, "no"),  # hns_kdv's du/dt CNN: no finite trajectory
+    (0.75, "no"),  # a quarter of the trajectories blew up
+    (1.0, "yes"),
+    (math.nan, "no"),
+    (None, "missing"),  # the key the verdict needs is absent
+  ],
+)
+def test_diverged_comparator(flag, verdict):
+  claim = _claim(comparator_diverged="base.finite_fraction")
+  results = {"a": {"b": 0.7}, "base": {}}
+  if flag is not None:
+    results["base"]["finite_fraction"] = flag
+  row = report.evaluate(claim, results)
+  assert row["verdict"] == verdict
+  if verdict == "no":
+    assert "baseline diverged" in row["reasons"][0]
+
+
+def test_report_with_diverged_baseline_and_straddling_interval():
+  """The acceptance test of issues 12 and 14: the report cannot flatter."""
+  results = {
+    "corr_time_gap": 74.0,  # passes "> 0" on its own ...
+    "derivative_cnn": {"finite_fraction": 0.0},  # ... against a dead baseline
+    "eff": {"eff_n": 0.6, "eff_n_p16": 0.3, "eff_n_p84": 1.4},
+    "eff_d": {"v": 0.08, "p16": 0.18, "p84": 1.86},
+    "uniform_bpd": 4.0875,
+    "good": 2.0,
+  }
+  claims = [
+    _claim(
+      name="kdv",
+      paper="hns",
+      metric="corr_time_gap",
+      check="> 0",
+      comparator="du/dt CNN",
+      comparator_diverged="derivative_cnn.finite_fraction",
+    ),
+    _claim(
+      name="eff_n",
+      paper="quartet",
+      metric="eff.eff_n",
+      check="< 1",
+      comparator="bf16 (effN = 1)",
+      interval=("eff.eff_n_p16", "eff.eff_n_p84"),
+    ),
+    _claim(
+      name="eff_d",
+      paper="quartet",
+      metric="eff_d.v",
+      check="< 1",
+      comparator="bf16 (effD = 1)",
+      interval=("eff_d.p16", "eff_d.p84"),
+    ),
+    _claim(name="good", metric="good", check=">= 1", figures=("f.png",)),
+    _claim(name="gone", metric="gone", check=">= 1", note="a note"),
+    _claim(
+      name="anchor",
+      metric="uniform_bpd",
+      check="in [4.08, 4.09]",
+      comparator="",
+      paper_value="4.0875 (analytic)",
+      sanity=True,
+    ),
+  ]
+  rows = [report.evaluate(c, results) for c in claims]
+  verdicts = {r["claim"].name: r["verdict"] for r in rows}
+  assert verdicts == {
+    "kdv": "no",
+    "eff_n": "unresolved",
+    "eff_d": "unresolved",
+    "good": "yes",
+    "gone": "missing",
+    "anchor": "yes",
+  }
+  text = report.render_markdown(
+    rows, environment="env", failures={"e": "exit 1"}
+  )
+  claims_part, sanity_part = text.split("## Sanity checks")
+  assert (
+    "| paper | claim | paper value | ours | comparator | check | verdict "
+    "| figures |" in claims_part
+  )
+  kdv_line = next(ln for ln in claims_part.splitlines() if "corr_time" in ln)
+  assert "| du/dt CNN |" in kdv_line and "**no** (baseline diverged" in kdv_line
+  assert "**unresolved** (band straddles the check)" in claims_part
+  assert "**unresolved** (point outside band)" in claims_part
+  assert "0.08 [0.18, 1.86]" in claims_part
+  assert "[f.png](e/f.png)" in claims_part
+  assert "uniform_bpd" not in claims_part and "uniform_bpd" in sanity_part
+  assert "- `gone`: a note" in sanity_part and "`e`: exit 1" in sanity_part
+  assert (
+    "5 claims at the quick scale: 1 yes, 1 no, 2 unresolved, 1 missing. "
+    "Sanity checks: 1/1 pass (not counted as claims)." in text
+  )
+
+
+def test_lookup_reads_keys_with_dots():
+  results = {"mle": {"iterations": {"qng_beta0.3": 193, "qng_beta1": 57}}}
+  assert report.lookup(results, "mle.iterations.qng_beta0.3") == 193
+  assert report.lookup(results, "mle.iterations.qng_beta1") == 57
+  assert report.lookup(results, "mle.iterations.qng_beta0.1") is None
+  assert report.lookup({"a": {"b": 1}}, "a.b") == 1
+
+
+def test_changed_verdicts_are_listed_with_their_reasons():
+  row = report.evaluate(
+    _claim(name="kdv", comparator_diverged="f"), {"a": {"b": 0.7}, "f": 0.0}
+  )
+  text = report.render_markdown(
+    [row], environment="env", failures={}, changes={"kdv": ("yes", "no")}
+  )
+  assert "## Verdicts changed since the last report" in text
+  assert "- `kdv`: yes -> no (baseline diverged (`f` = 0.0))" in text
+  assert "1 claim at the quick scale: 0 yes, 1 no" in text
+  assert "## Sanity checks" not in text
