@@ -1,11 +1,13 @@
 r"""HNS H0: learning toy functionals and their functional derivatives (Table 1).
 
-Run (the CPU reproduction, < 1 min on 2 cores):
+Run (the CPU reproduction, ~1 min on 2 cores):
   python -m experiments.hns_toy --config configs/hns_toy.py:quick \
     --workdir runs/hns_toy
 Variants: (default) the paper's setting (100 train / 10 validation quadratics
-  on 100 points in [-1, 1], longer training); quick: the same data, fewer
-  steps; add ',smoke' for a seconds-long run (tests).
+  on 100 points in [-1, 1], 10k steps, six seeds); quick: the same data,
+  1k steps, three seeds; add ',smoke' for a seconds-long run (tests).
+Each (functional, model) sweeps config.lrs at seed 0, keeps the rate with the
+lowest derivative MSE on a selection set, and trains the other seeds there.
 """
 
 import ml_collections
@@ -39,15 +41,29 @@ def get_config(arg=None):
   # [32, 32]: 7.5K (paper 7.5K).
   config.ikf = dict(hidden=(64, 64))
   config.mlp = dict(hidden=(32, 32))
-  config.lr = 1e-3
+  # The same tuning budget for both models (issue 14): one learning-rate
+  # sweep at seed 0, the rate picked per model by its derivative MSE on a
+  # separate selection set, then num_seeds - 1 more seeds at that rate
+  # (paper: six seeds). Adam with cosine decay from the rate. The grid spans
+  # the optima measured at quick scale (derivative MSE on the selection set:
+  # linear IKF 1e-3 to 3e-3, cubic IKF >= 3e-2, both MLPs 1e-2 to 3e-2).
+  config.lrs = (3e-3, 1e-2, 3e-2)
+  config.num_seeds = 6
   config.train = common.train_config(
     num_steps=10_000, log_every=500, checkpoint_every=10_000
   )
   if arg.variant == "quick":
-    config.train.update(num_steps=2000, log_every=500, checkpoint_every=2000)
+    # 1k steps (the paper variant: 10k): the cubic IKF's 3 rates + 2 more
+    # seeds must fit the reproduce report's CPU budget. Measured at
+    # rate 3e-2 (one seed): its derivative MSE is 0.16 at 1k steps vs 0.12
+    # at 2k.
+    config.num_seeds = 3
+    config.train.update(num_steps=1000, log_every=500, checkpoint_every=1000)
   if arg.smoke:
     config.data.update(n_x=20, num_train=16, num_val=4)
     config.ikf.update(hidden=(8,))
     config.mlp.update(hidden=(8,))
-    config.train.update(num_steps=10, log_every=10, checkpoint_every=10)
+    config.lrs = (1e-3, 1e-2)
+    config.num_seeds = 2
+    config.train.update(num_steps=10, log_every=5, checkpoint_every=5)
   return common.lock(config)

@@ -3,8 +3,9 @@ r"""NanoAdam fine-tuning on digits: pretrain on 0-4, fine-tune on 5-9.
 Run (the CPU reproduction, ~1-2 min on 2 cores):
   python -m experiments.nanoadam_finetune \
     --config configs/nanoadam_finetune.py:quick --workdir runs/nanoadam_finetune
-Variants: (default) longer fine-tuning, 3 seeds, a denser LR grid;
-  quick: the CPU reproduction; add ',smoke' for a seconds-long run (tests).
+Variants: (default) longer fine-tuning, 8 learning rates x 3 seeds;
+  quick: the CPU reproduction (6 lrs x 3 seeds); add ',smoke' for a
+  seconds-long run (tests, the kill test).
 """
 
 import ml_collections
@@ -28,11 +29,16 @@ def get_config(arg=None):
     ),
   )
   config.methods = ("adam", "nanoadam", "random", "largest")
+  # One lib.train.train call per method; its state stacks the (lr, seed)
+  # runs (vmapped). A seed fixes the batch order (shared by every method: the
+  # comparisons are paired by seed) and the random mask.
   config.finetune = dict(
-    num_steps=600,
     batch_size=64,
     lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1),
     seeds=3,
+    train=common.train_config(
+      num_steps=600, log_every=100, checkpoint_every=600, eval_every=0
+    ),
   )
   # NanoAdam and the equal-density ablations (random, largest).
   config.nanoadam = dict(
@@ -46,16 +52,24 @@ def get_config(arg=None):
   # A learning rate is "good" if its new-task accuracy is within this of the
   # method's best.
   config.stable_margin = 0.02
+  # Two-sided level of the paired (per-seed) Student-t intervals.
+  config.interval_level = 0.95
 
   if arg.variant == "quick":
     config.pretrain.train.update(
       num_steps=1000, log_every=500, checkpoint_every=1000
     )
-    config.finetune.update(num_steps=300, seeds=2)
+    # 3 seeds for the paired intervals; the two smallest lrs (no method
+    # selected them in an 8-lr quick run) go: the stack holds 18 runs.
+    config.finetune.update(seeds=3, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1))
+    config.finetune.train.update(
+      num_steps=300, log_every=100, checkpoint_every=300
+    )
   if arg.smoke:
     config.pretrain.train.update(
-      num_steps=20, log_every=10, checkpoint_every=20
+      num_steps=20, log_every=10, checkpoint_every=10
     )
-    config.finetune.update(num_steps=12, seeds=1, lrs=(1e-3, 1e-2))
+    config.finetune.update(seeds=2, lrs=(1e-3, 1e-2))
+    config.finetune.train.update(num_steps=12, log_every=4, checkpoint_every=4)
     config.methods = ("adam", "nanoadam")
   return common.lock(config)

@@ -1,8 +1,16 @@
 """The shared command line of every experiment binary (scenic's `app.run` wrapper).
 
-Each `experiments/<name>.py` ends with `_cli.main(run)`. This module defines the three
-flags (`--config`, locked; `--workdir`; `--distributed`), starts JAX (distributed when
-asked), calls `run(config, workdir)`, and turns bad input into a one-line error.
+Each `experiments/<name>.py` ends with `_cli.main(run)`. This module defines the
+flags (`--config`, locked; `--workdir`; `--distributed` and its
+`--distributed_timeout_s`), starts JAX (distributed when asked), calls
+`run(config, workdir)`, and turns bad input into a one-line error.
+
+What counts as bad input (printed as `error: <message>` on one line, exit code 1,
+no traceback): any `lib.core.errors.UserError`, and any exception whose class
+says `user_error = True`. The marker is for code that may not import `lib`
+(`pallas_kernels`: e.g. the FFI loader's "library not built" error, an
+`mx_matmul` shape mismatch), so it keeps its own ValueError/RuntimeError
+subclasses. Anything else is a bug and keeps its traceback.
 """
 
 import sys
@@ -22,6 +30,11 @@ def _define_flags():
   flags.DEFINE_string("workdir", None, "Output directory; rerun to resume.")
   flags.DEFINE_bool(
     "distributed", False, "Call jax.distributed.initialize() (multi-host)."
+  )
+  flags.DEFINE_float(
+    "distributed_timeout_s",
+    300.0,
+    "With --distributed: seconds to wait for every process to join.",
   )
   flags.mark_flags_as_required(["config", "workdir"])
 
@@ -52,16 +65,34 @@ def main(run) -> None:
     logging.set_verbosity(logging.INFO)
     logging.get_absl_handler().addFilter(_QuietLibraries())
     try:
-      initialize_distributed(flags.FLAGS.distributed)
+      initialize_distributed(
+        flags.FLAGS.distributed, timeout_s=flags.FLAGS.distributed_timeout_s
+      )
       run(config, flags.FLAGS.workdir)
-    except UserError as e:
-      logging.error("%s", e)
-      sys.exit(f"error: {e}")
     except Preempted as e:
       logging.warning("%s", e)
       sys.exit(143)
+    except Exception as e:
+      if not is_user_error(e, UserError):
+        raise
+      message = one_line(e)
+      logging.error("%s", message)
+      sys.exit(f"error: {message}")
 
   app.run(_main, flags_parser=_parse_flags)
+
+
+def is_user_error(e: BaseException, user_error_type=None) -> bool:
+  """A `UserError`, or an exception whose class sets `user_error = True`."""
+  if user_error_type is not None and isinstance(e, user_error_type):
+    return True
+  return getattr(type(e), "user_error", False) is True
+
+
+def one_line(e: BaseException) -> str:
+  """The exception's message on one line (its lines joined)."""
+  lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+  return " ".join(lines) or type(e).__name__
 
 
 def _parse_flags(argv):
@@ -73,9 +104,11 @@ def _parse_flags(argv):
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     sys.exit(f"error: {lines[-1] if lines else e}")
   except (AttributeError, KeyError) as e:
+    key = str(e).strip(chr(34))
+    named = [o for o in overrides if key.strip("'") in o.split(".")[1:]]
     sys.exit(
-      f"error: unknown config key {str(e).strip(chr(34))} in "
-      f"{' '.join(overrides) or '--config'}"
+      f"error: unknown config key {key} in "
+      f"{' '.join(named or overrides) or '--config'}"
     )
   except (TypeError, ValueError) as e:
     sys.exit(f"error: bad config: {e}")

@@ -1,7 +1,25 @@
-"""Shared pieces of the HNS experiment binaries (hns_advection, hns_kdv).
+"""Shared pieces of the HNS experiment binaries (hns_toy, hns_advection, hns_kdv).
 
-Not an experiment: the two binaries train and roll out the same three model kinds (HNS,
-derivative CNN, next-step CNN) and draw the same figures, so that code lives once, here.
+Not an experiment: the binaries train stacks of runs (seeds, learning rates) the
+same way, the two PDE binaries train and roll out the same three model kinds
+(HNS, derivative CNN, next-step CNN), compare HNS with the strongest baseline and
+draw the same figures, so that code lives once, here.
+
+How a comparison is made honest (issue 14):
+- Divergence is counted, never dropped (`lib.pde.solver.rollout_metrics`): a
+  diverged trajectory's error is +inf and its correlation time is at most the
+  step it diverged at; every model reports its finite fraction.
+- The comparator of a claim is the baseline with the best mean metric over seeds
+  (divergence counted), named in results.json with its finite fraction: a claim
+  whose comparator diverged on any trajectory reads "no" in the report, and a
+  baseline cannot look strong by diverging (its score counts the divergence).
+  With errors inf where diverged this is the best non-diverged baseline; on
+  correlation time, a partly diverged baseline that still tracks longest is
+  kept as the comparator (and flagged) rather than swapped for a weaker one.
+- The interval is a paired Student-t interval over units: seeds when there are
+  two or more (each seed's model pair evaluated on the same validation set),
+  else the validation trajectories of the one seed (initial-condition noise
+  only; the claim's note says so).
 
 References:
   Zhou & Barati Farimani. Hamiltonian Neural PDE Solvers. NeurIPS 2025.
@@ -9,14 +27,85 @@ References:
 
 import os
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import logging
 
 from lib import train as train_lib
+from lib.core import errors
+from lib.core import rng
 from lib.core import tree as tree_lib
+from lib.pde import derivatives
+from lib.pde import hns as hns_lib
+from lib.pde import metrics as pde_metrics
 from lib.pde import solver
+
+BASELINES = ("derivative_cnn", "next_step_cnn")
+NAMES = {
+  "hns": "HNS",
+  "derivative_cnn": "du/dt CNN",
+  "next_step_cnn": "next-step CNN",
+}
+_SCALARS = (
+  "rollout_error",
+  "rollout_error_finite",
+  "correlation_time",
+  "hamiltonian_error",
+  "hamiltonian_error_finite",
+  "finite_fraction",
+)
+
+
+def check_seeds(num_seeds) -> None:
+  errors.check(
+    isinstance(num_seeds, int)
+    and not isinstance(num_seeds, bool)
+    and num_seeds >= 1,
+    errors.ConfigError,
+    f"config.num_seeds={num_seeds!r} must be an integer >= 1",
+  )
+
+
+def check_pde_config(config, pde_name: str) -> None:
+  """Validates names and options of a PDE experiment before any data."""
+  train_lib.check_one_of(config.pde_name, (pde_name,), "config.pde_name")
+  errors.check(
+    len(config.baselines) > 0,
+    errors.ConfigError,
+    f"config.baselines is empty; choose from {list(BASELINES)}",
+  )
+  for b in config.baselines:
+    train_lib.check_one_of(b, BASELINES, "config.baselines")
+  errors.check(
+    len(set(config.baselines)) == len(config.baselines),
+    errors.ConfigError,
+    f"config.baselines={tuple(config.baselines)} repeats a name",
+  )
+  for key in ("j_stencil", "label_stencil", "h_stencil"):
+    train_lib.check_one_of(config[key], derivatives.STENCILS, f"config.{key}")
+  train_lib.check_one_of(
+    config.cnn.derivative_stencil,
+    ("",) + derivatives.STENCILS,
+    "config.cnn.derivative_stencil",
+  )
+  train_lib.check_one_of(config.hns.film, hns_lib.FILMS, "config.hns.film")
+  train_lib.check_one_of(
+    config.hns.kernel_type, hns_lib.KERNELS, "config.hns.kernel_type"
+  )
+  errors.check(
+    config.hns.proj_dim % 2 == 0,
+    errors.ConfigError,
+    f"config.hns.proj_dim={config.hns.proj_dim} must be even",
+  )
+  check_seeds(config.num_seeds)
+  errors.check(
+    config.pde.num_val >= 2,
+    errors.ConfigError,
+    f"config.pde.num_val={config.pde.num_val} must be >= 2 (the interval "
+    "of a one-seed comparison is over validation trajectories)",
+  )
 
 
 def make_optimizer(config):
@@ -29,46 +118,300 @@ def make_optimizer(config):
   return optax.adamw(schedule, weight_decay=config.weight_decay)
 
 
+def train_runs(
+  *,
+  init_fn,
+  loss_fn,
+  tx,
+  workdir,
+  config,
+  name,
+  runs,
+  seeds,
+  data=None,
+  batch_fn=None,
+  lrs=None,
+  sequential=False,
+):
+  """Trains R runs of one model as one `lib.train.train` call (a run stack).
+
+  Run r draws its init, batch and loss keys from stream ("seed", seeds[r]) of
+  the loop's keys, so a run is the same whichever stack it is trained in (a
+  seed of a learning-rate sweep equals that seed trained alone at that rate).
+
+  Args:
+    init_fn: key -> params of one run.
+    loss_fn: (params, batch, key) -> (loss, aux) of one run.
+    tx: the optax optimizer; with `lrs`, one with unit learning rate.
+    workdir, config, name: as `lib.train.train`.
+    runs: R run names (the `run` column of metrics.jsonl).
+    seeds: R integers.
+    data: training data (placed once, shared by the runs).
+    batch_fn: (data, key, step) -> batch of one run; None: the whole `data`
+      is every run's batch.
+    lrs: None, or R learning rates multiplying tx's updates.
+    sequential: step the runs one after the other (`lax.map`) instead of
+      vmapped: the same numbers up to float rounding. For compute-bound
+      models: XLA:CPU runs R vmapped copies of the toy's cubic IKF kernel
+      (an MLP over 100 x 100 (x, u) points) 1.4-3x slower than R sequential
+      ones (measured).
+
+  Returns:
+    (stacked TrainState, history rows, finite [R] bool array: the run's
+    final loss and parameters are finite). Divergence of a run is an outcome
+    (finite_keys=()), reported by the caller, not an error.
+  """
+  num_runs = len(runs)
+  seeds = jnp.asarray(seeds, jnp.int32)
+  scales = jnp.ones((num_runs,)) if lrs is None else jnp.asarray(lrs)
+  errors.check(
+    seeds.shape == scales.shape == (num_runs,),
+    errors.ShapeError,
+    f"train_runs: {num_runs} runs need as many seeds and lrs, got "
+    f"{seeds.shape} and {scales.shape}",
+  )
+
+  def run_key(key, seed):
+    return rng.stream(key, "seed", seed)
+
+  def init_all(key):
+    return jax.vmap(
+      lambda s: train_lib.create_state(init_fn(run_key(key, s)), tx)
+    )(seeds)
+
+  def one(state, batch, key, scale):
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+    (loss, aux), grads = grad_fn(state.params, batch, key)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    updates = jax.tree.map(lambda u: scale * u, updates)
+    params = optax.apply_updates(state.params, updates)
+    metrics = {
+      "loss": loss,
+      "grad_norm": tree_lib.l2_norm(grads),
+      "update_norm": tree_lib.l2_norm(updates),
+      "param_norm": tree_lib.l2_norm(params),
+      **aux,
+    }
+    return train_lib.TrainState(state.step + 1, params, opt_state), metrics
+
+  def step_fn(state, batch, key, step):
+    del step
+    keys = jax.vmap(lambda s: rng.stream(run_key(key, s), "loss"))(seeds)
+    if sequential:
+      if batch_fn is None:
+        return jax.lax.map(
+          lambda a: one(a[0], batch, *a[1:]), (state, keys, scales)
+        )
+      return jax.lax.map(lambda a: one(*a), (state, batch, keys, scales))
+    batch_axis = None if batch_fn is None else 0
+    return jax.vmap(one, in_axes=(0, batch_axis, 0, 0))(
+      state, batch, keys, scales
+    )
+
+  stacked_batch_fn = None
+  if batch_fn is not None:
+
+    def stacked_batch_fn(data, key, step):
+      return jax.vmap(lambda s: batch_fn(data, run_key(key, s), step))(seeds)
+
+  state, history = train_lib.train(
+    init_all,
+    step_fn,
+    workdir=workdir,
+    config=config,
+    data=data,
+    batch_fn=stacked_batch_fn,
+    name=name,
+    runs=tuple(runs),
+    finite_keys=(),
+  )
+  finite = np.asarray(
+    jax.vmap(
+      lambda p: jnp.all(
+        jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(p)])
+      )
+    )(state.params)
+  )
+  if history:
+    losses = np.asarray(final_losses(history, name, runs))
+    finite = finite & np.isfinite(losses)
+  return state, history, finite
+
+
+def run_slice(tree, i):
+  """Run i of a stacked pytree."""
+  return jax.tree.map(lambda a: a[i], tree)
+
+
+def final_losses(history, name, runs):
+  """Last logged loss of each run (NaN when none was logged)."""
+  last = {}
+  for row in history:
+    last[row["run"]] = row.get("loss", float("nan"))
+  return [
+    float(last.get(f"{name}/{r}" if name else str(r), float("nan")))
+    for r in runs
+  ]
+
+
+def seed_runs(num_seeds):
+  return tuple(f"seed{s}" for s in range(num_seeds))
+
+
 def train_and_rollout(kind, config, grid, train, val, workdir):
-  """Trains one model kind and rolls it out on the validation ICs."""
+  """Trains config.num_seeds runs of one model kind and rolls each out.
+
+  Returns:
+    (summary dict for results.json, per-seed metric dicts of host arrays,
+    seed 0's first `num_plot` predicted trajectories, seed 0's H traces).
+  """
   p = config.pde
   model_config = config.hns if kind == "hns" else config.cnn
   model = solver.build_model(kind, model_config, p.length)
   u, target = solver.training_targets(
     kind, config.pde_name, train, grid, p.dt, label_stencil=config.label_stencil
   )
-  task = train_lib.Task(
-    **solver.task_parts(
-      kind, model, grid, u, target, batch_size=config.batch_size
-    )
+  parts = solver.task_parts(
+    kind, model, grid, u, target, batch_size=config.batch_size
   )
-  state, history = train_lib.fit(
-    task,
-    make_optimizer(config),
+  runs = seed_runs(config.num_seeds)
+  state, history, train_finite = train_runs(
+    init_fn=parts["init_fn"],
+    loss_fn=parts["loss_fn"],
+    tx=make_optimizer(config),
     workdir=os.path.join(workdir, kind),
     config=config.train,
     name=kind,
+    runs=runs,
+    seeds=range(config.num_seeds),
+    data=parts["data"],
+    batch_fn=parts["batch_fn"],
   )
-  pred = solver.rollout(
-    kind,
-    model,
-    state.params,
-    val[:, 0],
-    grid,
-    dt=p.dt,
-    num_steps=p.rollout_steps,
-    stencil=config.j_stencil,
+  per_seed, plot, traces = [], None, None
+  for s in range(config.num_seeds):
+    pred = solver.rollout(
+      kind,
+      model,
+      run_slice(state.params, s),
+      val[:, 0],
+      grid,
+      dt=p.dt,
+      num_steps=p.rollout_steps,
+      stencil=config.j_stencil,
+    )
+    m = jax.device_get(
+      solver.rollout_metrics(
+        config.pde_name, pred, val, grid, stencil=config.h_stencil
+      )
+    )
+    per_seed.append(m)
+    if s == 0:
+      plot = np.asarray(pred[: config.num_plot])
+      traces = (np.asarray(m["h_true_trace"]), np.asarray(m["h_pred_trace"]))
+  result = summarize(per_seed)
+  result["final_train_loss_seeds"] = final_losses(history, kind, runs)
+  result["final_train_loss"] = float(np.mean(result["final_train_loss_seeds"]))
+  result["train_finite_seeds"] = [bool(f) for f in train_finite]
+  result["num_params"] = int(tree_lib.num_params(run_slice(state.params, 0)))
+  result["steps_per_sec"] = (
+    history[-1].get("steps_per_sec", 0.0) if history else 0.0
   )
-  m = solver.rollout_metrics(
-    config.pde_name, pred, val, grid, stencil=config.h_stencil
-  )
-  result = {k: float(v) for k, v in m.items() if jnp.ndim(v) == 0}
-  result["final_train_loss"] = history[-1]["loss"] if history else float("nan")
-  result["num_params"] = int(tree_lib.num_params(state.params))
-  result["steps_per_sec"] = history[-1].get("steps_per_sec", 0.0)
-  traces = (np.asarray(m["h_true_trace"]), np.asarray(m["h_pred_trace"]))
   logging.info("%s: %s", kind, result)
-  return result, np.asarray(pred[: config.num_plot]), traces
+  return result, per_seed, plot, traces
+
+
+def summarize(per_seed):
+  """Mean over seeds of each scalar metric, the per-seed values and a band.
+
+  `<metric>` is the mean over seeds (inf as soon as one seed has a diverged
+  trajectory for the error metrics), `<metric>_seeds` the per-seed values and
+  `<metric>_lo/_hi` the Student-t interval of the mean over units (seeds when
+  there are two or more, else the trajectories of the one seed).
+  """
+  out = {}
+  for k in _SCALARS:
+    values = [float(m[k]) for m in per_seed]
+    out[k] = float(np.mean(values))
+    out[f"{k}_seeds"] = values
+  for k in ("rollout_error", "correlation_time", "hamiltonian_error"):
+    _, out[f"{k}_lo"], out[f"{k}_hi"] = pde_metrics.mean_interval(
+      _units(per_seed, k)
+    )
+  diverged_at = [float(m["diverged_at"]) for m in per_seed]
+  out["diverged_at_seeds"] = diverged_at
+  out["diverged"] = bool(out["finite_fraction"] < 1.0)
+  return out
+
+
+def _units(per_seed, metric):
+  """Per-unit values of `metric`: one per seed, or per trajectory of one seed."""
+  if len(per_seed) >= 2:
+    return np.asarray([float(m[metric]) for m in per_seed])
+  return np.asarray(per_seed[0][f"traj_{metric}"], dtype=np.float64)
+
+
+def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
+  """HNS vs the strongest baseline on `metric`, as a paired interval.
+
+  Args:
+    per_seed: {model kind: per-seed metric dicts}, "hns" included.
+    metric: "rollout_error", "correlation_time" or "hamiltonian_error".
+    baselines: the baseline kinds that were run.
+    higher_is_better: True for correlation time.
+    ratio: True: the statistic is comparator / HNS per unit (how many times
+      smaller HNS's error is), point = geometric mean of the unit ratios and
+      the interval exp(t-interval of the log ratios); False: HNS - comparator
+      per unit, point = mean difference.
+
+  Returns:
+    {"comparator": kind, "comparator_name", "comparator_value" (mean over
+    seeds), "comparator_finite_fraction", "comparator_diverged",
+    "hns_value", "point", "lo", "hi", "units" ("seeds"/"trajectories"),
+    "num_units", "baselines": {kind: {metric, finite_fraction}}}.
+  """
+
+  def score(kind):
+    v = float(np.mean([float(m[metric]) for m in per_seed[kind]]))
+    return v if higher_is_better else -v
+
+  def finite_fraction(kind):
+    return float(np.mean([float(m["finite_fraction"]) for m in per_seed[kind]]))
+
+  # Strongest first; among equal scores (all inf) the least diverged.
+  best = max(baselines, key=lambda k: (score(k), finite_fraction(k)))
+  hns_units = _units(per_seed["hns"], metric)
+  base_units = _units(per_seed[best], metric)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    if ratio:
+      stat = np.log(base_units) - np.log(hns_units)
+    else:
+      stat = hns_units - base_units
+  point, lo, hi = pde_metrics.mean_interval(stat)
+  if ratio:
+    point, lo, hi = (float(np.exp(v)) for v in (point, lo, hi))
+  ff = finite_fraction(best)
+  return {
+    "comparator": best,
+    "comparator_name": NAMES[best],
+    "comparator_value": float(
+      np.mean([float(m[metric]) for m in per_seed[best]])
+    ),
+    "comparator_finite_fraction": ff,
+    "comparator_diverged": bool(ff < 1.0),
+    "hns_value": float(np.mean([float(m[metric]) for m in per_seed["hns"]])),
+    "point": float(point),
+    "lo": float(lo),
+    "hi": float(hi),
+    "units": "seeds" if len(per_seed["hns"]) >= 2 else "trajectories",
+    "num_units": int(stat.size),
+    "baselines": {
+      k: {
+        metric: float(np.mean([float(m[metric]) for m in per_seed[k]])),
+        "finite_fraction": finite_fraction(k),
+      }
+      for k in baselines
+    },
+  }
 
 
 def figures(workdir, config, val, preds, traces):
@@ -93,8 +436,7 @@ def figures(workdir, config, val, preds, traces):
   axes[0].set_ylabel("t")
   fig.tight_layout()
   rollout_path = os.path.join(workdir, "rollout.png")
-  fig.savefig(rollout_path, dpi=100)
-  plt.close(fig)
+  train_lib.save_figure(fig, rollout_path, dpi=100)
 
   # Relative drift of the batch-mean H on a log scale: a blown-up baseline
   # would otherwise flatten every other curve.
@@ -107,10 +449,9 @@ def figures(workdir, config, val, preds, traces):
     )
   ax.axvline(p.train_steps * p.dt, color="grey", ls=":", lw=1)
   ax.set_xlabel("t")
-  ax.set_ylabel("|H[u_hat_t] - H[u_t]| / |H[u_t]|")
+  ax.set_ylabel("|H[u_hat_t] - H[u_t]| / |H[u_t]| (non-diverged)")
   ax.legend()
   fig.tight_layout()
   h_path = os.path.join(workdir, "hamiltonian.png")
-  fig.savefig(h_path, dpi=100)
-  plt.close(fig)
+  train_lib.save_figure(fig, h_path, dpi=100)
   return rollout_path, h_path

@@ -8,12 +8,20 @@ References:
   Language Models", NeurIPS 2025 (arXiv 2505.14669).
 """
 
+import math
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
+import scipy.stats
 
 from lib import models
 from lib import train as train_lib
+from lib.core import errors
+from lib.core import rng
 from lib.data import text
+from pallas_kernels.mxfp4 import ops
 
 # method -> (linear, forward, backward) of `models.LlamaConfig`. The baseline
 # uses the same QuartetDense modules with quantization off, so every method
@@ -29,10 +37,57 @@ METHODS = {
 }
 
 
+IMPLEMENTATIONS = tuple("" if i is None else i for i in ops.IMPLEMENTATIONS)
+
+
+def check_config(config) -> None:
+  """Validates what both binaries share, before any data or training.
+
+  Raises:
+    ConfigError: one line naming the key and the known values.
+  """
+  methods = tuple(config.methods)
+  errors.check(len(methods) > 0, errors.ConfigError, "config.methods is empty")
+  for m in methods:
+    train_lib.check_one_of(m, METHODS, "config.methods")
+  errors.check(
+    len(set(methods)) == len(methods),
+    errors.ConfigError,
+    f"config.methods {methods} names a method twice",
+  )
+  train_lib.check_one_of(
+    config.implementation, IMPLEMENTATIONS, "config.implementation"
+  )
+  seeds = config.seeds
+  errors.check(
+    isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1,
+    errors.ConfigError,
+    f"config.seeds={seeds!r} must be an integer >= 1",
+  )
+  group = config.seeds_per_call
+  errors.check(
+    isinstance(group, int) and not isinstance(group, bool) and group >= 0,
+    errors.ConfigError,
+    f"config.seeds_per_call={group!r} must be an integer >= 0 (0: all)",
+  )
+
+
+def check_model(config, model=None, where: str = "config.model") -> None:
+  """MXFP4 groups and head split of one model size, before any training."""
+  m = config.model if model is None else model
+  for key in ("d_model", "mlp_hidden"):
+    errors.check(
+      m[key] > 0 and m[key] % 32 == 0,
+      errors.ConfigError,
+      f"{where}.{key}={m[key]} must be a positive multiple of 32 (the MXFP4 "
+      "group)",
+    )
+  model_config(config, "bf16", model)  # heads: ConfigError naming them
+
+
 def model_config(config, method: str, model=None) -> models.LlamaConfig:
   """The Llama of `config` under `method`; `model` (sizes) overrides config.model."""
-  if method not in METHODS:
-    raise ValueError(f"unknown method {method!r}; one of {sorted(METHODS)}")
+  train_lib.check_one_of(method, METHODS, "config.methods")
   linear, forward, backward = METHODS[method]
   m = config.model if model is None else model
   return models.LlamaConfig(
@@ -61,27 +116,162 @@ def load_data(config) -> dict:
   }
 
 
-def make_task(config, method: str, data: dict, model=None) -> train_lib.Task:
-  model = models.Llama(model_config(config, method, model))
-  d = config.data
+def _seed_keys(key: jax.Array, seed_ids) -> jax.Array:
+  """One key per seed: fold_in(key, seed id); the same for every method."""
+  ids = jnp.asarray(seed_ids, jnp.uint32)
+  return jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)
 
-  def init_fn(key):
-    return model.init(key, np.zeros((1, d.seq_len), np.int32))
+
+def train_seeds(
+  config,
+  method: str,
+  data: dict,
+  *,
+  workdir: str,
+  seed_ids,
+  model=None,
+  learning_rate: float | None = None,
+  constant: bool = False,
+  name: str = "",
+) -> dict:
+  """Trains one Llama per seed in `seed_ids`, vmapped, through lib.train.train.
+
+  Seed s draws its init, its batches and its quantizer randomness from
+  fold_in(stream, s), independent of the method: seed s of every method
+  starts from the same parameters and sees the same batches, so per-seed
+  differences between methods are paired.
+
+  Returns:
+    {"history": the metric rows (a `run` column "<name>/seed<s>"),
+     "val_loss": {step: [len(seed_ids)] validation losses} at every evaluated
+     step (NaN where a seed diverged; divergence is recorded, not an error)}.
+  """
+  llama = models.Llama(model_config(config, method, model))
+  tx = make_optimizer(config, learning_rate, constant)
+  d = config.data
+  seed_ids = tuple(int(s) for s in seed_ids)
 
   def loss_fn(params, batch, key):
-    logits = model.apply(params, batch[:, :-1], rngs={"quant": key})
+    logits = llama.apply(params, batch[:, :-1], rngs={"quant": key})
     return models.next_token_loss(logits, batch[:, 1:]), {}
+
+  train_step = train_lib.make_train_step(loss_fn, tx)
+
+  def init_fn(key):
+    def one(k):
+      params = llama.init(k, np.zeros((1, d.seq_len), np.int32))
+      return train_lib.create_state(params, tx)
+
+    return jax.vmap(one)(_seed_keys(key, seed_ids))
 
   def batch_fn(data, key, step):
     del step
-    return text.sample_windows(data["train"], key, d.batch_size, d.seq_len)
+    return jax.vmap(
+      lambda k: text.sample_windows(data["train"], k, d.batch_size, d.seq_len)
+    )(_seed_keys(key, seed_ids))
 
-  def eval_fn(params, data):
+  def step_fn(state, batch, key, step):
+    del step
+    keys = _seed_keys(rng.stream(key, "loss"), seed_ids)
+    return jax.vmap(train_step)(state, batch, keys)
+
+  def eval_fn(state, data):
     # Validation uses the model as trained: MXFP4 forward for quantized runs.
-    logits = model.apply(params, data["val"][:, :-1])
-    return {"val_loss": models.next_token_loss(logits, data["val"][:, 1:])}
+    def one(params):
+      logits = llama.apply(params, data["val"][:, :-1])
+      return models.next_token_loss(logits, data["val"][:, 1:])
 
-  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+    return {"val_loss": jax.vmap(one)(state.params)}
+
+  runs = tuple(f"seed{s}" for s in seed_ids)
+  _, history = train_lib.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=config.train,
+    data=data,
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    name=name,
+    runs=runs,
+    finite_keys=(),  # a diverged seed is an outcome: recorded as NaN below
+  )
+  prefix = f"{name}/" if name else ""
+  col = {f"{prefix}{r}": i for i, r in enumerate(runs)}
+  val = {}
+  for row in history:
+    if "val_loss" in row and row.get("run") in col:
+      v = val.setdefault(row["step"], np.full(len(runs), np.nan))
+      v[col[row["run"]]] = row["val_loss"]
+  return {"history": history, "val_loss": val}
+
+
+def seed_groups(config) -> list[tuple[int, ...]]:
+  """Seeds 0..config.seeds-1 in groups of config.seeds_per_call (0: one group)."""
+  ids = tuple(range(config.seeds))
+  k = config.seeds_per_call or len(ids)
+  return [ids[i : i + k] for i in range(0, len(ids), k)]
+
+
+def train_method(config, method, data, *, workdir, name, **kw) -> dict:
+  """`train_seeds` over every seed group; val_loss {step: [seeds]} joined."""
+  groups = seed_groups(config)
+  out = {"history": [], "val_loss": {}}
+  for ids in groups:
+    sub = workdir if len(groups) == 1 else f"{workdir}/seeds{ids[0]}-{ids[-1]}"
+    r = train_seeds(
+      config, method, data, workdir=sub, seed_ids=ids, name=name, **kw
+    )
+    out["history"] += r["history"]
+    for step, v in r["val_loss"].items():
+      out["val_loss"].setdefault(step, []).extend(v.tolist())
+  out["val_loss"] = {s: np.asarray(v) for s, v in out["val_loss"].items()}
+  return out
+
+
+def paired_interval(a, b, level: float = 0.95) -> dict:
+  """Mean of the per-seed differences a - b with a Student-t interval.
+
+  a, b: per-seed values of two methods (paired by seed). A seed on which
+  `b` (the comparator) is not finite is dropped and counted in
+  `comparator_finite`; a seed on which `a` is not finite while `b` is makes
+  the difference +inf (a diverged run is worse than any finite one).
+
+  Returns:
+    {"mean", "lo", "hi", "sd", "n", "per_seed", "level",
+     "comparator_finite" (fraction of seeds where b is finite)}; with one
+    usable seed, lo/hi are -inf/+inf (no interval from one seed).
+  """
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  keep = np.isfinite(b)
+  diff = np.where(np.isfinite(a), a - b, np.inf)[keep]
+  out = {
+    "per_seed": diff.tolist(),
+    "n": int(diff.size),
+    "level": level,
+    "comparator_finite": float(keep.mean()) if keep.size else 0.0,
+  }
+  if diff.size == 0:
+    return {
+      **out,
+      "mean": math.nan,
+      "lo": math.nan,
+      "hi": math.nan,
+      "sd": math.nan,
+    }
+  mean = float(np.mean(diff))
+  if diff.size < 2 or not np.all(np.isfinite(diff)):
+    return {
+      **out,
+      "mean": mean,
+      "lo": -math.inf,
+      "hi": math.inf,
+      "sd": math.nan,
+    }
+  sd = float(np.std(diff, ddof=1))
+  t = float(scipy.stats.t.ppf(0.5 + level / 2, diff.size - 1))
+  half = t * sd / math.sqrt(diff.size)
+  return {**out, "mean": mean, "lo": mean - half, "hi": mean + half, "sd": sd}
 
 
 def make_optimizer(

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import flows
 from lib import train as train_lib
@@ -147,7 +148,18 @@ def run(config, workdir) -> dict:
     return _run(config, workdir)
 
 
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value the benchmark cannot run."""
+  _checks.integers(config.sizes, "config.sizes", minimum=2)
+  _checks.integer(config.batch, "config.batch")
+  _checks.integer(config.m, "config.m")
+  _checks.integer(config.repeats, "config.repeats")
+  _checks.integer(config.inner, "config.inner")
+  _checks.integer(config.reference_n, "config.reference_n", minimum=2)
+
+
 def _run(config, workdir) -> dict:
+  check_config(config)
   train_lib.prepare_run(workdir, config)
   per_n = {}
   for n in config.sizes:

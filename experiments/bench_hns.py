@@ -19,10 +19,13 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import pde
 from lib import train as train_lib
 from lib.core import tree as tree_lib
+from lib.pde import derivatives
+from lib.pde import hns as hns_lib
 from lib.pde import solver
 
 
@@ -75,7 +78,26 @@ def bench_kind(kind, config, grid, u, target):
   }
 
 
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value the benchmark cannot run."""
+  _checks.integer(config.n_x, "config.n_x", minimum=2)
+  _checks.number(config.length, "config.length", above=0)
+  _checks.number(config.dt, "config.dt", above=0)
+  _checks.one_of(config.j_stencil, derivatives.STENCILS, "config.j_stencil")
+  _checks.one_of(
+    config.hns.kernel_type, hns_lib.KERNELS, "config.hns.kernel_type"
+  )
+  _checks.one_of(config.hns.film, hns_lib.FILMS, "config.hns.film")
+  for key in ("width", "num_layers", "proj_dim", "film_kernel_size"):
+    _checks.integer(config.hns[key], f"config.hns.{key}")
+  _checks.integers(config.cnn.channels, "config.cnn.channels")
+  _checks.integer(config.cnn.kernel_size, "config.cnn.kernel_size")
+  for key in ("train_steps", "rollout_steps", "repeats"):
+    _checks.integer(config[key], f"config.{key}")
+
+
 def run(config, workdir) -> dict:
+  check_config(config)
   train_lib.prepare_run(workdir, config)
   grid = pde.periodic_grid(config.n_x, config.length)
   params = pde.sample_sine_params(

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import quant
 from lib import train as train_lib
@@ -135,8 +136,38 @@ def linear_errors(config) -> dict:
   return out
 
 
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value the benchmark cannot run.
+
+  MXFP4 groups 32 elements along every contraction axis: K of each GEMM, and
+  N of the Quartet linear (its backward contracts over N).
+  """
+  known = tuple(i for i in ops.IMPLEMENTATIONS if i)
+  _checks.names(
+    config.gemm_implementations, known, "config.gemm_implementations"
+  )
+  for key in ("linear_shapes", "gemm_shapes"):
+    for shape in config[key]:
+      _checks.integers(shape, f"config.{key}", length=3)
+      _check_groups(shape, key, (1, 2) if key == "linear_shapes" else (1,))
+  _checks.integers(config.error_shape, "config.error_shape", length=3)
+  _check_groups(config.error_shape, "error_shape", (1, 2))
+  _checks.integers(config.quantize_shape, "config.quantize_shape", length=2)
+  _check_groups(config.quantize_shape, "quantize_shape", (1,))
+  _checks.integer(config.repeats, "config.repeats")
+
+
+def _check_groups(shape, key, axes) -> None:
+  """Entries `axes` of `shape` must be multiples of the MXFP4 group (32)."""
+  for axis in axes:
+    _checks.multiple_of(
+      shape[axis], 32, f"config.{key} {tuple(shape)}: entry {axis}"
+    )
+
+
 def run(config, workdir) -> dict:
   """Runs the three benchmarks; writes results.json; returns it."""
+  check_config(config)
   train_lib.prepare_run(workdir, config)
   backend = jax.default_backend()
   dtype = jnp.bfloat16 if backend == "gpu" else jnp.float32

@@ -19,7 +19,6 @@ References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
 Large Language Models", NeurIPS 2025.
 """
 
-import os
 import time
 
 import jax
@@ -27,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import train as train_lib
 from lib.core.errors import ConfigError
@@ -160,17 +160,33 @@ def _quartet_linear_case(key, t, n, k) -> dict:
   )
 
 
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value the benchmark cannot run.
+
+  MXFP4 groups 32 elements along K (and along N of the Quartet linear, whose
+  backward contracts over N).
+  """
+  _checks.one_of(config.out_dtype, ("float32", "bfloat16"), "config.out_dtype")
+  for shape in config.shapes:
+    _checks.integers(shape, "config.shapes", length=3)
+    _checks.multiple_of(shape[2], 32, f"config.shapes {tuple(shape)}: K")
+  _checks.integers(config.linear_shape, "config.linear_shape", length=3)
+  t, n, k = config.linear_shape
+  _checks.multiple_of(n, 32, "config.linear_shape: N")
+  _checks.multiple_of(k, 32, "config.linear_shape: K")
+  _checks.integer(config.warmup, "config.warmup", minimum=0)
+  _checks.integer(config.iters, "config.iters")
+  _checks.integer(config.quantize_rows, "config.quantize_rows")
+
+
 def run(config, workdir) -> dict:
+  check_config(config)
   platform = "cpu" if jax.default_backend() == "cpu" else "CUDA"
   if not ffi.is_built(platform):
     flag = " --cuda" if platform == "CUDA" else ""
     raise ConfigError(
       f"the MXFP4 FFI library for {platform} is not built; run "
       f"`{ffi.BUILD_COMMAND}{flag}` first"
-    )
-  if config.out_dtype not in ("float32", "bfloat16"):
-    raise ConfigError(
-      f"out_dtype must be float32 or bfloat16, got {config.out_dtype!r}"
     )
   out_dtype = jnp.dtype(config.out_dtype)
   train_lib.prepare_run(workdir, config)

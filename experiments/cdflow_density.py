@@ -31,6 +31,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import flows
 from lib import train as train_lib
@@ -40,6 +41,58 @@ from lib.core import rng
 from lib.core.threads import single_threaded_blas
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
+
+# -------------------------------------------------------------- checks ---
+
+
+def _is_cd(name: str) -> bool:
+  """'cd<m>' with m >= 1 diagonal factors (e.g. 'cd3'); 'cd' is in LINEAR_KINDS."""
+  return name.startswith("cd") and name[2:].isdigit() and int(name[2:]) >= 1
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  d, o = config.data, config.optim
+  if d.images_npy and not os.path.exists(d.images_npy):
+    raise errors.ConfigError(f"data.images_npy {d.images_npy!r} not found")
+  _checks.integer(d.num_levels, "config.data.num_levels", minimum=2)
+  _checks.fraction(d.test_fraction, "config.data.test_fraction")
+  _checks.number(
+    d.logit_alpha, "config.data.logit_alpha", at_least=0, below=0.5
+  )
+  _checks.integer(d.init_batch, "config.data.init_batch")
+  _checks.integer(d.eval_draws, "config.data.eval_draws")
+  _checks.number(o.learning_rate, "config.optim.learning_rate", above=0)
+  _checks.integer(o.warmup_steps, "config.optim.warmup_steps", minimum=0)
+  _checks.number(o.grad_clip, "config.optim.grad_clip", above=0)
+  _checks.integer(config.num_samples, "config.num_samples")
+  parts = {"vector": config.vector, "image": config.image}
+  parts["periodic"] = config.periodic
+  for part, c in parts.items():
+    if not c.enabled:
+      continue
+    _checks.names(
+      c.linears, flows.LINEAR_KINDS, f"config.{part}.linears", match=_is_cd
+    )
+    _checks.integer(c.num_steps, f"config.{part}.num_steps")
+  v, im, p = config.vector, config.image, config.periodic
+  if v.enabled:
+    _checks.integer(v.hidden, "config.vector.hidden")
+    _checks.integer(v.num_hidden_layers, "config.vector.num_hidden_layers", 0)
+    _checks.integers(v.seeds, "config.vector.seeds", minimum=0)
+  if im.enabled:
+    _checks.integer(im.num_levels, "config.image.num_levels")
+    _checks.integer(im.hidden, "config.image.hidden")
+    _checks.integer(im.train_steps, "config.image.train_steps", minimum=0)
+  if p.enabled:
+    _checks.integer(p.n, "config.periodic.n", minimum=2)
+    _checks.number(p.lengthscale, "config.periodic.lengthscale", above=0)
+    # noise > 0 keeps the circulant covariance positive definite.
+    _checks.number(p.noise, "config.periodic.noise", above=0)
+    _checks.number(p.learning_rate, "config.periodic.learning_rate", above=0)
+    _checks.integer(p.train_steps, "config.periodic.train_steps", minimum=0)
+    _checks.integer(p.num_test, "config.periodic.num_test")
+
 
 # ---------------------------------------------------------------- data ---
 
@@ -181,9 +234,11 @@ def fit_density(
   )
   rates = [h["steps_per_sec"] for h in history[1:] if h.get("steps_per_sec")]
   curve = [(h["step"], h["test_bpd"]) for h in history if "test_bpd" in h]
+  # num_steps=0 leaves one evaluation row of the initial model, no train_bpd.
+  final = history[-1] if history else {}
   return state.params, {
-    "test_bpd": history[-1]["test_bpd"],
-    "train_bpd": history[-1]["train_bpd"],
+    "test_bpd": final.get("test_bpd", float("nan")),
+    "train_bpd": final.get("train_bpd", float("nan")),
     "params": num_params(state.params),
     "linear_params": 0,
     "step_ms": 1000.0 / float(np.median(rates)) if rates else float("nan"),
@@ -468,6 +523,7 @@ def run(config, workdir) -> dict:
 
 
 def _run(config, workdir) -> dict:
+  check_config(config)
   train_lib.prepare_run(workdir, config)
   train_imgs, test_imgs = load_images(config)
   num_dims = int(np.prod(train_imgs.shape[1:]))

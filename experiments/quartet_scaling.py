@@ -66,7 +66,9 @@ def sizes(config) -> list[ml_collections.ConfigDict]:
 
 
 def _check(config) -> None:
-  if not config.methods or config.methods[0] != "bf16":
+  """Validates methods, sweep, readings and fit settings before any training."""
+  _quartet.check_config(config)
+  if config.methods[0] != "bf16":
     raise ConfigError(
       f"config.methods must start with 'bf16' (it fits the base law); got "
       f"{tuple(config.methods)}"
@@ -82,99 +84,173 @@ def _check(config) -> None:
       f"config.read_steps {steps} go past config.train.num_steps "
       f"({t.num_steps})"
     )
+  f = config.fit
+  for key in ("base_steps", "eff_steps"):
+    if not (isinstance(f[key], int) and f[key] > 0):
+      raise ConfigError(f"config.fit.{key}={f[key]!r} must be an integer > 0")
+  if not (isinstance(f.bootstrap_samples, int) and f.bootstrap_samples >= 2):
+    raise ConfigError(
+      f"config.fit.bootstrap_samples={f.bootstrap_samples!r} must be an "
+      "integer >= 2 (the bands come from the bootstrap)"
+    )
+  if not (isinstance(f.band_level, float) and 0.0 < f.band_level < 1.0):
+    raise ConfigError(
+      f"config.fit.band_level={f.band_level!r} must be a float in (0, 1)"
+    )
+  try:
+    scaling_law.check_gamma_range(f.gamma_range)
+  except ConfigError as e:
+    raise ConfigError(f"config.fit.{e}") from None
+  sizes(config)
 
 
 def sweep(config, workdir) -> list[dict]:
-  """Trains every (size, method); returns one point per reading."""
+  """Trains every (size, method) over the seeds; one point per reading.
+
+  A point's loss is the mean over seeds; a point where any seed diverged
+  keeps `val_loss` NaN and `finite_fraction` < 1 (it is left out of the fit
+  and listed in results, not dropped silently).
+  """
   data = _quartet.load_data(config)
   tokens_per_step = config.data.batch_size * config.data.seq_len
   points = []
-  for size in sizes(config):
-    for method in config.methods:
-      run_name = f"{method}_d{size.d_model}_l{size.n_layers}"
-      task = _quartet.make_task(config, method, data, size)
-      tx = _quartet.make_optimizer(config, size.learning_rate, constant=True)
-      _, history = train_lib.fit(
-        task,
-        tx,
+  runs = [(size, m) for size in sizes(config) for m in config.methods]
+  progress = train_lib.Sweep(len(runs), name="quartet_scaling")
+  for size, method in runs:
+    run_name = f"{method}_d{size.d_model}_l{size.n_layers}"
+    with progress.run(f"{run_name} ({config.seeds} seeds)"):
+      r = _quartet.train_method(
+        config,
+        method,
+        data,
         workdir=os.path.join(workdir, run_name),
-        config=config.train,
-        name=f"{run_name}: ",
+        name=run_name,
+        model=size,
+        learning_rate=size.learning_rate,
+        constant=True,
       )
-      n = models.non_embedding_params(
-        _quartet.model_config(config, method, size)
+    n = models.non_embedding_params(_quartet.model_config(config, method, size))
+    for s in config.read_steps:
+      v = r["val_loss"][s]
+      finite = np.isfinite(v)
+      points.append(
+        {
+          "method": method,
+          "d_model": size.d_model,
+          "n_layers": size.n_layers,
+          "n": n,
+          "steps": s,
+          "tokens": s * tokens_per_step,
+          "val_loss": float(np.mean(v)) if finite.all() else float("nan"),
+          "val_loss_per_seed": v.tolist(),
+          "finite_fraction": float(finite.mean()),
+        }
       )
-      by_step = {h["step"]: h for h in history if "val_loss" in h}
-      for s in config.read_steps:
-        points.append(
-          {
-            "method": method,
-            "d_model": size.d_model,
-            "n_layers": size.n_layers,
-            "n": n,
-            "steps": s,
-            "tokens": s * tokens_per_step,
-            "val_loss": by_step[s]["val_loss"],
-          }
-        )
-      logging.info(
-        "%s: N %d, val loss %s",
-        run_name,
-        n,
-        ", ".join(f"{by_step[s]['val_loss']:.4f}" for s in config.read_steps),
-      )
+    logging.info(
+      "%s: N %d, val loss (mean of %d seeds) %s",
+      run_name,
+      n,
+      config.seeds,
+      ", ".join(f"{np.mean(r['val_loss'][s]):.4f}" for s in config.read_steps),
+    )
   return points
 
 
 def _arrays(points, method):
-  p = [q for q in points if q["method"] == method]
+  p = [q for q in points if q["method"] == method and q["finite_fraction"] == 1]
   return tuple(
     np.array([q[k] for q in p], np.float64) for k in ("n", "tokens", "val_loss")
   )
 
 
-def fit(config, points) -> dict:
-  """The base law on bf16, then effN/effD per method with a bootstrap spread."""
-  base_points = _arrays(points, "bf16")
-  law, objective = scaling_law.fit_base(
-    *base_points, steps=config.fit.base_steps
+def _spread(values) -> dict:
+  v = np.asarray(values, np.float64)
+  v = v[np.isfinite(v)]
+  if not v.size:
+    return {"p16": float("nan"), "p50": float("nan"), "p84": float("nan")}
+  return dict(
+    zip(("p16", "p50", "p84"), np.percentile(v, (16, 50, 84)).tolist())
   )
+
+
+def fit(config, points) -> dict:
+  """The base law on bf16, then effN/effD per method, with bootstrap bands.
+
+  One vmapped call fits the point estimate (replicate 0) and the bootstrap
+  replicates with the same estimator; bands are `scaling_law.log_band`
+  (percentile interval joined with a log-normal interval around the point).
+  """
+  f = config.fit
+  gamma_range = scaling_law.check_gamma_range(f.gamma_range)
+  base_points = _arrays(points, "bf16")
+  schemes = {m: _arrays(points, m) for m in config.methods[1:]}
+  logging.info(
+    "fitting the base law on %d bf16 points and effN/effD of %s: point + %d "
+    "bootstrap replicates, multi-start L-BFGS (one vmapped call)",
+    len(base_points[0]),
+    ", ".join(schemes) or "no scheme",
+    f.bootstrap_samples,
+  )
+  fitted = scaling_law.fit(
+    base_points,
+    schemes,
+    key=jax.random.key(f.seed),
+    samples=f.bootstrap_samples,
+    base_steps=f.base_steps,
+    eff_steps=f.eff_steps,
+    gamma_range=gamma_range,
+  )
+  law = fitted["law"]
   pred = np.asarray(scaling_law.loss(law, *base_points[:2]))
+  free_gamma = gamma_range[1] > gamma_range[0]
+  boot = fitted["boot_law"]
   base = {
     **law.values(),
-    "huber_objective": objective,
+    "gamma_range": list(gamma_range),
+    "gamma_fixed": not free_gamma,
+    "huber_objective": fitted["objective"],
     "rms_log_residual": float(
       np.sqrt(np.mean(np.log(pred / base_points[2]) ** 2))
     ),
+    "identifiability": scaling_law.identifiability(
+      law, *base_points, free_gamma=free_gamma
+    ),
+    "bootstrap": {
+      "alpha": _spread(boot.alpha),
+      "beta": _spread(boot.beta),
+      "E": _spread(np.exp(np.asarray(boot.log_e, np.float64))),
+      **({"gamma": _spread(boot.gamma)} if free_gamma else {}),
+    },
   }
-  schemes = {m: _arrays(points, m) for m in config.methods[1:]}
-  boot = scaling_law.bootstrap(
-    jax.random.key(config.fit.seed),
-    base_points,
-    schemes,
-    samples=config.fit.bootstrap_samples,
-    base_steps=config.fit.base_steps,
-    eff_steps=config.fit.eff_steps,
+  ident = base["identifiability"]
+  logging.info(
+    "base law %s; rms log residual %.4f; Gauss-Newton condition %.3g, "
+    "weakest direction se %.3g (log units)",
+    {k: round(v, 4) for k, v in law.values().items()},
+    base["rms_log_residual"],
+    ident["condition_number"],
+    ident["weakest_se"],
   )
   effs = {}
-  for method, scheme in schemes.items():
-    e = dict(
-      zip(
-        ("eff_n", "eff_d"),
-        scaling_law.fit_efficiency(law, *scheme, steps=config.fit.eff_steps),
+  for method in schemes:
+    e = {"band_level": f.band_level, "paired": fitted["paired"][method]}
+    for i, k in enumerate(("eff_n", "eff_d")):
+      point = fitted["eff"][method][i]
+      band = scaling_law.log_band(
+        point, fitted["boot_eff"][method][k], f.band_level
       )
-    )
-    for k in ("eff_n", "eff_d"):
-      # 16th-84th percentiles of the bootstrap (a +-1 sigma band).
-      e[f"{k}_p16"], e[f"{k}_p84"] = (
-        float(np.percentile(boot[method][k], q)) for q in (16, 84)
-      )
+      e[k] = point
+      e[f"{k}_lo"], e[f"{k}_hi"] = band["lo"], band["hi"]
+      e[f"{k}_boot_median"] = band["median"]
+      e[f"{k}_log_sd"] = band["log_sd"]
+      e[f"{k}_boot_failed"] = band["failed"]
     effs[method] = e
     logging.info(
-      "%s: effN %.3f [%.3f, %.3f], effD %.3f [%.3f, %.3f]",
+      "%s: effN %.3f [%.3f, %.3f], effD %.3f [%.3f, %.3f] (%.0f%% bands)",
       method,
-      *(e[k] for k in ("eff_n", "eff_n_p16", "eff_n_p84")),
-      *(e[k] for k in ("eff_d", "eff_d_p16", "eff_d_p84")),
+      *(e[k] for k in ("eff_n", "eff_n_lo", "eff_n_hi")),
+      *(e[k] for k in ("eff_d", "eff_d_lo", "eff_d_hi")),
+      100 * f.band_level,
     )
   return {"base": base, "eff": effs, "law": law}
 
@@ -220,12 +296,12 @@ def fit_figure(path: str, points, law, effs) -> None:
   )
   ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def run(config, workdir) -> dict:
   """Sweeps, fits, draws; returns effN/effD per method and the base law."""
+  train_lib.prepare_run(workdir, config)
   _check(config)
   logging.info("devices: %s", jax.devices())
   points = sweep(config, workdir)
@@ -240,7 +316,13 @@ def run(config, workdir) -> dict:
     if p["n"] == largest and p["steps"] == longest
   }
   results = {
+    "seeds": config.seeds,
     "points": points,
+    "diverged_points": [
+      {k: p[k] for k in ("method", "n", "steps", "finite_fraction")}
+      for p in points
+      if p["finite_fraction"] < 1
+    ],
     "base": fitted["base"],
     "eff": fitted["eff"],
     "paper_eff": {"quartet": {"eff_n": 0.658, "eff_d": 0.822}},

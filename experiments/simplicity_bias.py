@@ -19,6 +19,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import data as data_lib
 from lib import optim as optim_lib
@@ -26,16 +27,49 @@ from lib import train as train_lib
 from lib.core import rng
 from lib.models import two_layer
 
+OPTIMIZERS = ("gd", "adam", "signgd")
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.names(config.optimizers, OPTIMIZERS, "config.optimizers")
+  d, o = config.data, config.optim
+  _checks.integer(d.n, "config.data.n")
+  _checks.integer(d.n_test, "config.data.n_test")
+  _checks.integer(d.d, "config.data.d", minimum=2)
+  for key in ("mu", "omega", "sx", "sy"):
+    _checks.number(d[key], f"config.data.{key}", above=0)
+  _checks.number(d.sz, "config.data.sz", at_least=0)
+  _checks.integer(config.model.m, "config.model.m", minimum=2)
+  _checks.number(config.model.alpha, "config.model.alpha", above=0)
+  for key in ("gd_lr", "adam_lr", "adam_eps"):
+    _checks.number(o[key], f"config.optim.{key}", above=0)
+  for key in ("adam_b1", "adam_b2"):
+    _checks.number(o[key], f"config.optim.{key}", at_least=0, below=1)
+  _checks.number(config.signgd_lr, "config.signgd_lr", above=0)
+  _checks.number(config.boundary_x2, "config.boundary_x2")
+  sc = config.spurious
+  if sc.enabled:
+    _checks.fraction(
+      sc.train_correlation, "config.spurious.train_correlation", closed=True
+    )
+    _checks.fraction(sc.test_fraction, "config.spurious.test_fraction")
+    _checks.integer(sc.width, "config.spurious.width", minimum=2)
+    _checks.number(sc.alpha, "config.spurious.alpha", above=0)
+    _checks.number(sc.sgd_lr, "config.spurious.sgd_lr", above=0)
+    _checks.number(sc.adam_lr, "config.spurious.adam_lr", above=0)
+    _checks.integer(sc.num_steps, "config.spurious.num_steps")
+    _checks.integer(sc.seeds, "config.spurious.seeds")
+
 
 def make_optimizer(name: str, config) -> optax.GradientTransformation:
+  _checks.one_of(name, OPTIMIZERS, "optimizer")
   o = config.optim
   if name == "gd":
     return optax.sgd(o.gd_lr)
   if name == "adam":
     return optax.adam(o.adam_lr, b1=o.adam_b1, b2=o.adam_b2, eps=o.adam_eps)
-  if name == "signgd":
-    return optim_lib.sign_gd(config.signgd_lr)
-  raise ValueError(f"unknown optimizer {name!r} in config.optimizers")
+  return optim_lib.sign_gd(config.signgd_lr)
 
 
 def cluster_data(config) -> dict:
@@ -153,12 +187,14 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
     f = lambda p, W=W: two_layer.two_layer_relu(
       W, a, jnp.pad(p, ((0, 0), (0, config.data.d - 2)))
     )
-    final = history[-1]
+    # num_steps=0 leaves one evaluation row of the initial model, no loss.
+    final = history[-1] if history else {}
+    nan = float("nan")
     results[name] = {
-      "train_loss": final["loss"],
-      "test_acc": final["test_acc"],
-      "agree_sign_x1": final["agree_sign_x1"],
-      "neuron_mass": final["neuron_mass"],
+      "train_loss": final.get("loss", nan),
+      "test_acc": final.get("test_acc", nan),
+      "agree_sign_x1": final.get("agree_sign_x1", nan),
+      "neuron_mass": final.get("neuron_mass", nan),
       "boundary_x1_pos": float(
         two_layer.boundary_crossing(f, config.boundary_x2)
       ),
@@ -258,6 +294,7 @@ def run_spurious(config, workdir) -> dict:
 
 
 def run(config, workdir) -> dict:
+  check_config(config)
   train_lib.prepare_run(workdir, config)
   results = run_clusters(config, workdir)
   if config.spurious.enabled:

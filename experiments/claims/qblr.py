@@ -1,5 +1,12 @@
-"""Claims of "The Quotient Bayesian Learning Rule" (NeurIPS 2025)."""
+"""Claims of "The Quotient Bayesian Learning Rule" (NeurIPS 2025).
 
+The VI rows compare QBLR with every baseline the experiment runs (BBVI and the
+Gaussian BLR), each tuned on the same 3-point step-size grid by final training
+ELBO; differences are paired per split with a 95% t interval, and a row holds
+only when the whole interval passes its check.
+"""
+
+from experiments.claims.report import NO_PAPER_VALUE
 from experiments.claims.report import Claim
 
 _COMMON = dict(paper="qblr", experiment="qblr", config="quick")
@@ -15,35 +22,69 @@ CLAIMS = [
     comparator="threshold 0.96 (paper's NG-Ours 0.9711)",
     metric="vi.qng.acc_mean",
     check=">= 0.96",
+    interval=("vi.qng.acc_mean_lo", "vi.qng.acc_mean_hi"),
     fmt="{:.4f}",
     figures=("vi_elbo.png",),
-    note="Ours: mean-field Normal-Gamma lift, constant beta, 2000 full-batch "
-    "steps, 5 splits.",
+    note="Ours: mean-field Normal-Gamma lift, constant step chosen from "
+    "(0.02, 0.05, 0.1) on training ELBO, 2000 full-batch steps, 5 splits; "
+    "band: 95% t interval over splits.",
     **_COMMON,
   ),
   Claim(
     name="qblr_vi_beats_bbvi",
-    claim="QBLR's posterior-mean accuracy is at least BBVI's (paper: +4.0 points).",
+    claim=(
+      "QBLR's posterior-mean accuracy beats the baselines' (paper: +4.0 "
+      "points over BBVI-NS)."
+    ),
     paper_value="0.9711 vs 0.9314 (+0.0397)",
-    comparator="BBVI (STL, Adam 1e-2)",
-    metric="vi.qng_minus_bbvi",
-    check=">= 0",
+    comparator=(
+      "strongest of BBVI (STL, Adam) and Gaussian BLR (VON), each tuned on "
+      "a 3-point grid by training ELBO (name in vi.best_baseline)"
+    ),
+    comparator_diverged="vi.baselines_finite_fraction",
+    metric="vi.qng_minus_best_baseline",
+    check="> 0",
+    interval=("vi.qng_minus_best_baseline_lo", "vi.qng_minus_best_baseline_hi"),
     fmt="{:+.4f}",
-    note="The paper's gap comes with BBVI-NS collapsing (entropy 0); our BBVI "
-    '(STL, Adam 1e-2) does not collapse, so we check "at least" with no tolerance.',
+    figures=("vi_elbo.png",),
+    note="Paired per-split differences, 95% t interval; the band's low end is "
+    "the lowest over all baselines, so a yes holds against each of them. The "
+    "paper's gap comes with BBVI-NS collapsing (entropy 0); our BBVI (STL) "
+    "does not collapse. Per-baseline numbers in vi.paired.",
     **_COMMON,
   ),
   Claim(
     name="qblr_mle_beta03_iterations",
-    claim="QNG (beta 0.3) reaches the Student-t MLE to a 1e-8 gap (spec C.5: 193 iterations).",
-    paper_value="193 (spec C.5's float64 check, ours)",
+    claim=(
+      "QNG (beta 0.3) reaches the Student-t MLE to a 1e-8 gap within 250 "
+      "iterations (spec C.5 observed 193)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator="spec C.5's float64 check (ours)",
     sanity=True,
     metric="mle.iterations.qng_beta0.3",
     check="in [1, 250]",
     fmt="{:d}",
     figures=("mle_convergence.png",),
-    note="Not a paper number: the spec's own float64 check; ECME and tuned "
-    "log-coordinate GD need fewer iterations.",
+    note="The paper gives no MLE iteration count; the bound is our spec's.",
+    **_COMMON,
+  ),
+  Claim(
+    name="qblr_mle_qng_vs_baselines",
+    claim=(
+      "On the MLE, the best constant-step QNG needs more iterations than the "
+      "best of ECME, GD and Adam (spec C.5: 57 vs ECME 21, best GD 31)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator="best of ECME, GD (3 lrs), Adam (3 lrs) in the same run",
+    sanity=True,
+    metric="mle.qng_over_best_baseline",
+    check=">= 1",
+    fmt="{:.2f}x",
+    figures=("mle_convergence.png",),
+    note="Ratio of iterations to the 1e-8 gap, best QNG beta over the best "
+    "baseline (names and counts in mle.best_qng / mle.best_baseline). The "
+    "paper claims no MLE speed-up; its speed claim is for VI with RDoG.",
     **_COMMON,
   ),
 ]

@@ -5,6 +5,7 @@ benchmark_mxfp4.ipynb), which produced the paper's figures; see
 shared/specs/quartet_fp4.md section 1.5.
 """
 
+from experiments.claims.report import NO_PAPER_VALUE
 from experiments.claims.report import Claim
 
 _LLM = dict(paper="quartet", experiment="quartet_llm", config="quick")
@@ -13,12 +14,26 @@ _SCALING = dict(paper="quartet", experiment="quartet_scaling", config="quick")
 _SCALE_NOTE = (
   "CPU scale: 3 sizes (27k-400k non-embedding params) x 5 readings "
   "(0.1M-0.4M bytes, D/N 0.25-15) per precision, one seed, constant lr "
-  "after warmup; ours is the point fit with the 16th-84th percentile "
-  "bootstrap band. At this scale the 6-parameter base law is barely "
-  "identified and the Quartet-bf16 gaps (-0.03..+0.05) are within seed noise, "
-  "so effN/effD are not resolved; the paper's come from 30M-200M models "
-  "at D/N 25-800 on C4."
+  "after warmup. The base law is fitted in the physical region (alpha, "
+  "beta > 0, E >= 0, gamma fixed at the paper's 0.2764); ours is the point "
+  "fit with a 95 % band: a paired bootstrap over the (N, D) points refits "
+  "base and efficiencies per replicate with the same estimator (the point is "
+  "replicate 0), and the band joins the percentile interval with a "
+  "log-normal interval around the point, so it always holds its point. "
+  "A band that straddles 1 is unresolved: at this scale the Quartet-bf16 "
+  "loss differences are near the fit noise, and seed noise is not in the "
+  "band (one seed per point). The paper's come from 30M-200M models at "
+  "D/N 25-800 on C4. Identifiability (Gauss-Newton se, bootstrap spread "
+  "of alpha, beta, E) is in results.json under base."
 )
+_LLM_NOTE = (
+  "CPU scale: 0.4M non-embedding params, D/N 0.5 (paper 25), stdlib bytes, "
+  "the paper's lr 1.2e-3, 3 seeds (vmapped; seed s of every method shares "
+  "init and data order with seed s of bf16). Ours: mean of the per-seed "
+  "paired differences with its 95 % Student-t interval (2 degrees of "
+  "freedom); a claim holds only if the whole interval passes."
+)
+_PAIRED = "paired over 3 seeds"
 
 CLAIMS = [
   Claim(
@@ -46,26 +61,29 @@ CLAIMS = [
   Claim(
     name="quartet_llm_gap",
     claim="Training all linear GEMMs in MXFP4 (Quartet) stays close to the "
-    "high-precision baseline's validation loss.",
+    "high-precision baseline's validation loss: a small positive gap.",
     paper_value="+0.085 nats (30M, D/N 25, C4)",
-    comparator="bf16 baseline, same seed and data (one seed)",
-    metric="gap.quartet",
+    comparator=f"bf16 baseline (same layers, quantization off), {_PAIRED}",
+    comparator_diverged="gap.quartet.comparator_finite",
+    metric="gap.quartet.mean",
     check="in [0.0, 0.15]",
+    interval=("gap.quartet.lo", "gap.quartet.hi"),
     fmt="{:+.4f}",
     figures=("loss_curves.png",),
-    note="CPU scale: 0.4M non-embedding params, D/N 0.5 (paper 25), stdlib "
-    "bytes, one seed, the paper's lr 1.2e-3. The gap is within run-to-run "
-    "noise here: at lr 2e-3 the same run gave -0.07.",
+    note=_LLM_NOTE,
     **_LLM,
   ),
   Claim(
     name="quartet_sr_backward_cheap",
     claim="The SR MXFP4 backward alone (BF16 forward) costs little loss.",
     paper_value="+0.015 nats (30M, D/N 25)",
-    comparator="bf16 baseline, same seed and data (one seed)",
-    metric="gap.sr_bwd_only",
+    comparator=f"bf16 baseline (same layers, quantization off), {_PAIRED}",
+    comparator_diverged="gap.sr_bwd_only.comparator_finite",
+    metric="gap.sr_bwd_only.mean",
     check="in [-0.03, 0.05]",
+    interval=("gap.sr_bwd_only.lo", "gap.sr_bwd_only.hi"),
     fmt="{:+.4f}",
+    note=_LLM_NOTE,
     **_LLM,
   ),
   Claim(
@@ -73,12 +91,13 @@ CLAIMS = [
     claim="The forward quantizer causes more of Quartet's loss gap than the "
     "backward (gap of QuEST-fwd-only minus gap of SR-bwd-only > 0).",
     paper_value="+0.066 - 0.015 = +0.051 nats (30M, D/N 25)",
-    comparator="SR-backward-only gap vs QuEST-forward-only gap (one seed)",
-    metric="fwd_minus_bwd_gap",
-    check=">= 0",
+    comparator=f"SR-backward-only run (its gap to bf16), {_PAIRED}",
+    comparator_diverged="fwd_minus_bwd_gap.comparator_finite",
+    metric="fwd_minus_bwd_gap.mean",
+    check="> 0",
+    interval=("fwd_minus_bwd_gap.lo", "fwd_minus_bwd_gap.hi"),
     fmt="{:+.4f}",
-    note="At CPU scale the difference is within seed/lr noise (about "
-    "+-0.06 nats); at lr 2e-3 it was negative.",
+    note=_LLM_NOTE,
     **_LLM,
   ),
   Claim(
@@ -86,12 +105,31 @@ CLAIMS = [
     claim="The paper's law L = (A/N^alpha + B/D^beta)^gamma + E, Huber-fitted "
     "on log L, describes the high-precision runs across N and D.",
     paper_value="(none); fit on C4 30M-800M (plots notebook)",
-    comparator="threshold (ours) on the fit residual",
+    comparator="threshold (ours) on the fit residual of the law "
+    "constrained to the physical region",
     metric="base.rms_log_residual",
     check="<= 0.02",
     fmt="{:.4f}",
     figures=("scaling_fit.png",),
-    note="Ours: rms of log(fitted / observed) over the bf16 sweep points.",
+    note="Ours: rms of log(fitted / observed) over the bf16 sweep points, "
+    "for the fit constrained to alpha, beta > 0, E >= 0 and the paper's "
+    "gamma 0.2764 (reparameterised, so no fit can leave that region; the "
+    "earlier unconstrained fit passed with alpha 0.004, gamma 20.9).",
+    **_SCALING,
+  ),
+  Claim(
+    name="quartet_scaling_exponents_identified",
+    claim="At this scale the base law's exponents are identified: "
+    "Gauss-Newton standard error of log alpha and log beta <= 0.25.",
+    paper_value=NO_PAPER_VALUE,
+    metric="base.identifiability.exponent_se",
+    check="<= 0.25",
+    fmt="{:.3f}",
+    sanity=True,
+    note="Diagnostic of the fit behind quartet_eff_n / quartet_eff_d: the "
+    "larger of the standard errors of log alpha and log beta (from J^T J of "
+    "log L over the bf16 points, scaled by the residual rms); inf when the "
+    "points cannot separate an exponent from its prefactor.",
     **_SCALING,
   ),
   Claim(
@@ -99,11 +137,12 @@ CLAIMS = [
     claim="Quartet's MXFP4 forward costs parameter efficiency: effN < 1 "
     "(an FP4 model is worth effN N baseline parameters).",
     paper_value="effN 0.658 (Quartet joint fit)",
-    comparator="bf16 baseline (effN = 1)",
+    comparator="bf16 baseline (effN = 1 by definition of the base law "
+    "fitted on its points)",
     metric="eff.quartet.eff_n",
     check="< 1",
     fmt="{:.3f}",
-    interval=("eff.quartet.eff_n_p16", "eff.quartet.eff_n_p84"),
+    interval=("eff.quartet.eff_n_lo", "eff.quartet.eff_n_hi"),
     figures=("scaling_fit.png",),
     note=_SCALE_NOTE,
     **_SCALING,
@@ -113,11 +152,12 @@ CLAIMS = [
     claim="Quartet's SR MXFP4 backward costs data efficiency: effD < 1 "
     "(FP4 training on D tokens is worth effD D baseline tokens).",
     paper_value="effD 0.822 (Quartet joint fit)",
-    comparator="bf16 baseline (effD = 1)",
+    comparator="bf16 baseline (effD = 1 by definition of the base law "
+    "fitted on its points)",
     metric="eff.quartet.eff_d",
     check="< 1",
     fmt="{:.3f}",
-    interval=("eff.quartet.eff_d_p16", "eff.quartet.eff_d_p84"),
+    interval=("eff.quartet.eff_d_lo", "eff.quartet.eff_d_hi"),
     note=_SCALE_NOTE,
     **_SCALING,
   ),

@@ -1,12 +1,27 @@
-"""Claims of "Sketched Adaptive Distributed Deep Learning" (SADL, NeurIPS 2025)."""
+"""Claims of "Sketched Adaptive Distributed Deep Learning" (SADL, NeurIPS 2025).
+
+Every method of the run (SADL, sketched SGD, FetchSGD, uncompressed Adam)
+gets the same learning-rate budget (3 server lrs each, chosen by final train
+loss; experiments/sadl.py), and every comparison is against the best
+compressed baseline of the run, named in results.json (`*.comparator`), with
+the baselines' divergence counted (`comparator_finite_fraction`).
+"""
 
 from experiments.claims.report import Claim
 
 _COMMON = dict(paper="sadl", experiment="sadl", config="quick")
 _SCALE = (
   "CPU scale: power-law quadratic (intrinsic dim ~2.6), 8 clients on a "
-  "`clients` mesh, b = 256; the paper's ResNet/ViT/BERT results are out of "
-  "CPU reach."
+  "`clients` mesh, b = 256, 500 rounds, one seed of the sketches; each "
+  "method at the best of its 3 server lrs; the paper's ResNet/ViT/BERT "
+  "results are out of CPU reach."
+)
+_MLP = (
+  "MLP 64-64-10 (d = 4810) on 8-client digits, K = 5 local SGD steps, 300 "
+  "rounds, 3 seeds paired across methods (mean [95% t-interval]); each "
+  "method at the best of its 3 server lrs by final train loss (mean over "
+  "seeds), accuracy read on the test split. A small model, where spec B.5 "
+  "already found SADL only on par with sketched SGD."
 )
 
 CLAIMS = [
@@ -17,25 +32,35 @@ CLAIMS = [
     "L_T/L_0 at d = 2^16 over d = 2^12.",
     paper_value="(none); Thm 2.2, Cor. 2: rate depends on intrinsic dim, "
     "log d only",
-    comparator="SADL itself at d = 2^12",
+    comparator="SADL itself at d = 2^12 (the baselines' own growth is in "
+    "quadratic.dim_growth)",
     metric="quadratic.sadl_dim_growth",
     check="<= 1.25",
     fmt="{:.3f}",
     figures=("sadl.png",),
     note=_SCALE + " eps = 1e-3 (spec B.5); with eps = 1e-8 the same sweep "
-    "degrades with d (see results.json quadratic.*.sadl_eps1e-8).",
+    "degrades with d (results.json quadratic.*.sadl_eps1e-8). Not specific "
+    "to SADL: sketched SGD's L_T/L_0 is as flat in d "
+    "(quadratic.dim_growth.sketched_sgd).",
     **_COMMON,
   ),
   Claim(
-    name="sadl_quadratic_converges",
-    claim="SADL at >= 16x compression reduces the power-law quadratic's loss "
-    "to <= 13 % of its start after 500 rounds, at every d in {2^12, 2^14, 2^16}.",
-    paper_value="spec E.B oracle, ours: 0.097 / 0.103 / 0.106",
-    sanity=True,
-    metric="quadratic.sadl_ratio_max",
-    check="<= 0.13",
-    fmt="{:.3f}",
-    note=_SCALE,
+    name="sadl_quadratic_beats_best_baseline",
+    claim="At the same bytes (b = 256), SADL's L_T/L_0 on the power-law "
+    "quadratic is at most the best compressed baseline's at every d "
+    "(worst over d of SADL minus the best baseline).",
+    paper_value="(none) on a quadratic; on ResNet/CIFAR-10 at 0.1 % SADL "
+    "17.8 % vs FetchSGD 36.2 % val. error (Table 8)",
+    comparator="best of sketched SGD and FetchSGD at each d, each at its "
+    "best of 3 lrs (named in quadratic.vs_best_baseline.comparator)",
+    comparator_diverged="quadratic.vs_best_baseline.comparator_finite_fraction",
+    metric="quadratic.vs_best_baseline.point",
+    check="<= 0",
+    fmt="{:+.4f}",
+    figures=("sadl.png",),
+    note=_SCALE + " Sketched SGD (server SGD on the de-sketched mean delta) "
+    "is the best baseline at every d; spec B.5's prototype found the same "
+    "(0.092-0.100 vs SADL's 0.097-0.106 at fixed lrs).",
     **_COMMON,
   ),
   Claim(
@@ -44,7 +69,8 @@ CLAIMS = [
     "distributed Adam on the quadratic sweep (max over d of the L_T/L_0 gap).",
     paper_value="(none); SADL ~ uncompressed at 0.1-1 % of the bytes "
     "(Table 8, Fig. 2)",
-    comparator="uncompressed distributed Adam",
+    comparator="uncompressed distributed Adam, best of 3 lrs",
+    comparator_diverged="quadratic.adam_diverged",
     metric="quadratic.sadl_gap_to_adam_max",
     check="<= 0.1",
     fmt="{:.3f}",
@@ -54,28 +80,64 @@ CLAIMS = [
   Claim(
     name="sadl_mlp_accuracy_near_adam",
     claim="On 8-client digits, SADL at 10x compression reaches test accuracy "
-    "within 2 points of uncompressed distributed Adam.",
+    "within 2 points of uncompressed distributed Adam (Adam minus SADL).",
     paper_value="ResNet/CIFAR-10 at 0.1 %: SADL 17.8 % val. error (Table 8)",
-    comparator="uncompressed distributed Adam",
-    metric="mlp.sadl_acc_gap_to_adam",
+    comparator="uncompressed distributed Adam, best of 3 lrs; paired by seed",
+    comparator_diverged="mlp.vs_adam_10x.comparator_finite_fraction",
+    metric="mlp.vs_adam_10x.point",
     check="<= 0.02",
     fmt="{:+.3f}",
+    interval=("mlp.vs_adam_10x.lo", "mlp.vs_adam_10x.hi"),
     figures=("sadl.png",),
-    note="MLP 64-64-10 (d = 4810), K = 5 local SGD steps, 300 rounds; a small "
-    "model, where spec B.5 found SADL only on par with sketched SGD.",
+    note=_MLP,
     **_COMMON,
   ),
   Claim(
-    name="sadl_mlp_beats_fetchsgd",
-    claim="At the same upload (10x), SADL's test accuracy is at least "
-    "FetchSGD's on 8-client digits.",
+    name="sadl_mlp_beats_best_baseline_10x",
+    claim="At the same bytes (10x), SADL's test accuracy is at least the "
+    "best compressed baseline's on 8-client digits (SADL minus best).",
     paper_value="SADL 17.8 % vs FetchSGD 36.2 % val. error at 0.1 % (Table 8)",
-    comparator="FetchSGD only (sketched SGD, also run, is not compared)",
-    metric="mlp.sadl_minus_fetchsgd_acc",
+    comparator="best of sketched SGD and FetchSGD at 10x by test accuracy, "
+    "each at its best of 3 lrs (named in mlp.vs_best_baseline_10x."
+    "comparator); paired by seed",
+    comparator_diverged="mlp.vs_best_baseline_10x.comparator_finite_fraction",
+    metric="mlp.vs_best_baseline_10x.point",
     check=">= 0",
     fmt="{:+.3f}",
-    note="FetchSGD: 3-row count sketch, top-k = cols/2, momentum 0.9, server "
-    "lr 0.3, not tuned further.",
+    interval=("mlp.vs_best_baseline_10x.lo", "mlp.vs_best_baseline_10x.hi"),
+    figures=("sadl.png",),
+    note=_MLP + " FetchSGD: 3-row count sketch, top-k = cols/2, momentum 0.9.",
+    **_COMMON,
+  ),
+  Claim(
+    name="sadl_mlp_beats_best_baseline_50x",
+    claim="At the same bytes (50x), SADL's test accuracy is at least the "
+    "best compressed baseline's on 8-client digits (SADL minus best).",
+    paper_value="SADL 16.9 % vs FetchSGD 28.2 % val. error at 1 % (Table 8)",
+    comparator="best of sketched SGD and FetchSGD at 50x by test accuracy, "
+    "each at its best of 3 lrs (named in mlp.vs_best_baseline_50x."
+    "comparator); paired by seed",
+    comparator_diverged="mlp.vs_best_baseline_50x.comparator_finite_fraction",
+    metric="mlp.vs_best_baseline_50x.point",
+    check=">= 0",
+    fmt="{:+.3f}",
+    interval=("mlp.vs_best_baseline_50x.lo", "mlp.vs_best_baseline_50x.hi"),
+    figures=("sadl.png",),
+    note=_MLP,
+    **_COMMON,
+  ),
+  Claim(
+    name="sadl_quadratic_converges",
+    claim="SADL at >= 16x compression reduces the power-law quadratic's loss "
+    "to <= 13 % of its start after 500 rounds, at every d in {2^12, 2^14, "
+    "2^16}.",
+    paper_value="(none)",
+    sanity=True,
+    metric="quadratic.sadl_ratio_max",
+    check="<= 0.13",
+    fmt="{:.3f}",
+    note=_SCALE + " Our own oracle, not the paper's: spec B.5's prototype "
+    "measured 0.097 / 0.103 / 0.106 at lr 1e-2 (spec E.B threshold 0.13).",
     **_COMMON,
   ),
 ]

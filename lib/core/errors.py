@@ -25,6 +25,14 @@ class WorkdirError(UserError, OSError):
   """The working directory cannot be created or written."""
 
 
+class CheckpointError(UserError, RuntimeError):
+  """No checkpoint can be restored: all damaged, or from another model."""
+
+
+class DistributedError(UserError, RuntimeError):
+  """Multi-process start-up failed: a bad setting, or a peer never came."""
+
+
 def check(condition: bool, error_type: type[UserError], message: str) -> None:
   """Raises `error_type(message)` unless `condition` holds (host-side check)."""
   if not condition:

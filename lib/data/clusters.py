@@ -13,6 +13,8 @@ References:
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
+
 
 def cluster_means(mu: float, omega: float, sx: float, sy: float):
   """(r, a): the -1 cluster is at (-r, 0), the +1 clusters at (a, +-mu)."""
@@ -35,7 +37,7 @@ def sample_gaussian_clusters(
 ):
   """Draws n points; returns x (n, d) float32 and y (n,) in {-1, +1} float32."""
   if d < 2:
-    raise ValueError(f"d must be >= 2 (two signal dimensions), got {d}")
+    raise errors.ConfigError(f"d must be >= 2 (two signal dimensions), got {d}")
   k_label, k_sub, k_noise = jax.random.split(key, 3)
   r, a = cluster_means(mu, omega, sx, sy)
   y = jnp.where(jax.random.bernoulli(k_label, 0.5, (n,)), 1.0, -1.0)

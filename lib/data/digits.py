@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from lib.core import errors
+
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
   """Returns the bundled digits as host arrays.
@@ -21,7 +23,9 @@ def split_indices(
 ) -> tuple[np.ndarray, np.ndarray]:
   """Deterministic random train/test split of range(n)."""
   if not 0.0 < test_fraction < 1.0:
-    raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    raise errors.ConfigError(
+      f"test_fraction must be in (0, 1), got {test_fraction}"
+    )
   perm = np.random.default_rng(seed).permutation(n)
   n_test = int(round(n * test_fraction))
   return np.sort(perm[n_test:]), np.sort(perm[:n_test])

@@ -13,6 +13,7 @@ References:
 
 import numpy as np
 
+from lib.core import errors
 from lib.data import digits as digits_lib
 
 
@@ -29,7 +30,7 @@ def make_patch_digits(
   2*(y>0) + (patch is green), so groups 1 and 2 carry the "wrong" colour.
   """
   if not 0.0 <= train_correlation <= 1.0:
-    raise ValueError(
+    raise errors.ConfigError(
       f"train_correlation must be in [0, 1], got {train_correlation}"
     )
   images, labels = digits_lib.load_digits()

@@ -75,19 +75,71 @@ def load_corpus(path: str = "", max_bytes: int = 0) -> np.ndarray:
   if os.path.isdir(path):
     return _read_dir(path, max_bytes, TEXT_SUFFIXES)
   if path.endswith((".npy", ".npz")):
-    arr = np.load(path)
-    if isinstance(arr, np.lib.npyio.NpzFile):
-      arr = arr[arr.files[0]]
-    arr = np.asarray(arr).reshape(-1)
-    if arr.size and (arr.min() < 0 or arr.max() >= VOCAB_SIZE):
-      raise errors.ConfigError(
-        f"token file {path!r} holds ids outside [0, {VOCAB_SIZE})"
-      )
-    tokens = arr.astype(np.uint8)
+    tokens = load_token_file(path)
   else:
     with open(path, "rb") as f:
       tokens = np.frombuffer(f.read(), np.uint8)
   return tokens[:max_bytes] if max_bytes else tokens
+
+
+def load_token_file(path: str) -> np.ndarray:
+  """Token ids (np.uint8 [n]) of a .npy/.npz file holding one integer array.
+
+  Floats are accepted only when every value is a whole number (e.g. ids saved
+  as float32); NaN, inf, fractions, negative ids or ids >= 256 are refused,
+  never cast.
+
+  Raises:
+    ConfigError: the file cannot be read, is empty, or holds values that are
+      not token ids of this vocabulary.
+  """
+  try:
+    arr = np.load(path, allow_pickle=False)
+    if isinstance(arr, np.lib.npyio.NpzFile):
+      with arr:
+        if not arr.files:
+          raise errors.ConfigError(f"token file {path!r} holds no array")
+        arr = arr[arr.files[0]]
+  except (OSError, ValueError, EOFError) as e:
+    first = (str(e).splitlines() or [type(e).__name__])[0]
+    if "pickle" in first:
+      first = "not numpy's array format, or an array of Python objects"
+    raise errors.ConfigError(
+      f"token file {path!r} is not a readable .npy/.npz array ({first})"
+    ) from None
+  arr = np.asarray(arr).reshape(-1)
+  errors.check(
+    arr.size > 0, errors.ConfigError, f"token file {path!r} holds no tokens"
+  )
+  kind = arr.dtype.kind
+  errors.check(
+    kind in "iuf",
+    errors.ConfigError,
+    f"token file {path!r} holds {arr.dtype} values, not integer token ids",
+  )
+  if kind == "f":
+    finite = np.isfinite(arr)
+    if not finite.all():
+      i = int(np.argmin(finite))
+      raise errors.ConfigError(
+        f"token file {path!r} holds a non-finite value ({arr[i]}) at index "
+        f"{i}; token ids must be integers"
+      )
+    whole = arr == np.round(arr)
+    if not whole.all():
+      i = int(np.argmin(whole))
+      raise errors.ConfigError(
+        f"token file {path!r} holds a non-integer value ({arr[i]}) at index "
+        f"{i}; token ids must be integers"
+      )
+  lo, hi = arr.min(), arr.max()
+  errors.check(
+    lo >= 0 and hi < VOCAB_SIZE,
+    errors.ConfigError,
+    f"token file {path!r} holds ids outside [0, {VOCAB_SIZE}) "
+    f"(min {lo}, max {hi})",
+  )
+  return arr.astype(np.uint8)
 
 
 def train_val_split(

@@ -17,6 +17,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
 from lib.quant import QuartetDense
 
 
@@ -47,9 +48,9 @@ class LlamaConfig:
 
   def __post_init__(self):
     if self.linear not in ("dense", "quartet"):
-      raise ValueError(f"linear={self.linear!r}: 'dense' or 'quartet'")
+      raise errors.ConfigError(f"linear={self.linear!r}: 'dense' or 'quartet'")
     if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
-      raise ValueError(
+      raise errors.ConfigError(
         f"d_model={self.d_model} must split into {self.n_heads} even-sized heads"
       )
 

@@ -12,6 +12,7 @@ from lib.optim.nanoadam import cosine_density
 from lib.optim.nanoadam import num_selected
 from lib.optim.nanoadam import select_indices
 from lib.optim.nanoadam import state_floats
+from lib.optim.qblr import QNGLeafState
 from lib.optim.qblr import QNGState
 from lib.optim.qblr import check_domain
 from lib.optim.qblr import fisher
@@ -24,6 +25,7 @@ from lib.optim.qblr import natural_from_normal_gamma
 from lib.optim.qblr import natural_from_student_t
 from lib.optim.qblr import natural_gradient
 from lib.optim.qblr import normal_gamma_from_natural
+from lib.optim.qblr import pi_jacobian
 from lib.optim.qblr import project
 from lib.optim.qblr import qng
 from lib.optim.qblr import quotient_metric
@@ -37,13 +39,13 @@ from lib.optim.qblr import von_step
 from lib.optim.sadl import CLIENTS_AXIS
 from lib.optim.sadl import Method
 from lib.optim.sadl import RoundState
+from lib.optim.sadl import check_client_data
 from lib.optim.sadl import check_mesh
 from lib.optim.sadl import distributed_adam
 from lib.optim.sadl import fetchsgd
 from lib.optim.sadl import init_state
 from lib.optim.sadl import make_client_mesh
 from lib.optim.sadl import make_round_fn
-from lib.optim.sadl import make_run_fn
 from lib.optim.sadl import scale_by_sketched_adam
 from lib.optim.sadl import shard_clients
 from lib.optim.sadl import sketched_adam

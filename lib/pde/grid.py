@@ -4,6 +4,8 @@ References: Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers through
 Functional Approximation", NeurIPS 2025 (arXiv:2505.13275), Sec. 3.
 """
 
+import math
+import operator
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -55,11 +57,42 @@ def quadrature_weights(n: int, kind: str = "uniform", dtype=None):
   return mu
 
 
-def periodic_grid(n: int, length: float, kind: str = "uniform") -> Grid:
-  """Periodic grid x_i = i L / n, i = 0..n-1 (end point excluded, as LPSDA)."""
+def _points(n) -> int:
+  """`n` as an int; ConfigError unless it is an integer >= 2 (not 2.5, True)."""
+  try:
+    value = None if isinstance(n, bool) else operator.index(n)
+  except TypeError:
+    value = None
   errors.check(
-    length > 0, errors.ConfigError, f"length must be > 0, got {length}"
+    value is not None and value >= 2,
+    errors.ConfigError,
+    f"grid needs an integer number of points n >= 2, got {n!r}",
   )
+  return value
+
+
+def _check_length(length) -> None:
+  """ConfigError unless `length` is a finite number > 0."""
+  try:
+    value = None if isinstance(length, str | bool) else float(length)
+  except (TypeError, ValueError):
+    value = None
+  errors.check(
+    value is not None and math.isfinite(value) and value > 0,
+    errors.ConfigError,
+    f"grid length must be a finite number > 0, got {length!r}",
+  )
+
+
+def periodic_grid(n: int, length: float, kind: str = "uniform") -> Grid:
+  """Periodic grid x_i = i L / n, i = 0..n-1 (end point excluded, as LPSDA).
+
+  Raises:
+    ConfigError: `n` is not an integer >= 2, or `length` is not a finite
+      number > 0.
+  """
+  n = _points(n)
+  _check_length(length)
   dx = length / n
   x = jnp.arange(n) * dx
   return Grid(x=x, dx=dx, mu=quadrature_weights(n, kind), length=length)
@@ -67,6 +100,7 @@ def periodic_grid(n: int, length: float, kind: str = "uniform") -> Grid:
 
 def interval_grid(n: int, lo: float, hi: float) -> Grid:
   """Grid on [lo, hi] with both end points and trapezoid weights (HNS toy)."""
+  n = _points(n)
   errors.check(hi > lo, errors.ConfigError, f"need hi > lo, got {lo}, {hi}")
   x = jnp.linspace(lo, hi, n)
   dx = (hi - lo) / (n - 1)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from lib.core import errors
+from lib.pde import derivatives
 
 FILMS = ("none", "local", "global")
 KERNELS = ("linear", "nonlinear")
@@ -204,15 +205,37 @@ class PeriodicCNN(nn.Module):
     channels: hidden channel widths.
     kernel_size: convolution kernel size.
     residual: if True the output is u + CNN(u) (next-step baseline).
+    derivative_stencil: None, or the d/dx stencil ("central", "smooth",
+      "spectral") of a second input channel J u = d/dx u on the periodic
+      domain of `length`. It hands the baselines the J operator HNS's
+      rollout applies (u_t = J dH/du), so that an exact (spectral) J is not
+      an advantage of HNS alone [ours; the paper's baselines see u only].
+    length: periodic domain length (used with derivative_stencil).
   """
 
   channels: Sequence[int] = (32, 32, 32, 32)
   kernel_size: int = 5
   residual: bool = False
+  derivative_stencil: str | None = None
+  length: float = 0.0
 
   @nn.compact
   def __call__(self, u):
     z = u[:, None]
+    if self.derivative_stencil is not None:
+      errors.check(
+        self.length > 0,
+        errors.ConfigError,
+        f"PeriodicCNN with derivative_stencil needs length > 0, got "
+        f"{self.length}",
+      )
+      u_x = derivatives.first_derivative(
+        u,
+        dx=self.length / u.shape[-1],
+        length=self.length,
+        stencil=self.derivative_stencil,
+      )
+      z = jnp.stack([u, u_x], axis=-1)
     for c in self.channels:
       z = nn.gelu(PeriodicConv(c, self.kernel_size)(z))
     out = PeriodicConv(1, self.kernel_size)(z)[:, 0]

@@ -1,10 +1,15 @@
 """Rollout metrics: relative L2, correlation time, Hamiltonian error.
 
+Also the host-side interval of a mean that the HNS experiments put on their
+paired comparisons (per seed or per validation trajectory).
+
 References: Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers through
 Functional Approximation", NeurIPS 2025, Sec. 4.2 and App. B.1.
 """
 
 import jax.numpy as jnp
+import numpy as np
+from scipy import stats
 
 
 def relative_l2(pred, true, axis=-1, eps=1e-12):
@@ -37,7 +42,9 @@ def correlation_time(pred, true, threshold=0.8):
 
   Returns:
     [...] steps (T when the correlation never drops); the paper averages
-    this over the batch.
+    this over the batch. A non-finite step counts as decorrelated, so a
+    rollout that blows up has a correlation time no later than the step
+    it blew up at: divergence is counted, never dropped.
   """
   corr = pearson_correlation(pred, true)
   num_steps = corr.shape[-1]
@@ -46,6 +53,41 @@ def correlation_time(pred, true, threshold=0.8):
   return jnp.where(jnp.any(below, axis=-1), first, num_steps)
 
 
+def hamiltonian_error_steps(h_true, h_pred, eps=1e-12):
+  """|H[u_t] - H[u_hat_t]|^2 / |H[u_t]|^2 at every step."""
+  return (h_true - h_pred) ** 2 / (h_true**2 + eps)
+
+
 def hamiltonian_error(h_true, h_pred, eps=1e-12):
   """(1/T) sum_t |H[u_t] - H[u_hat_t]|^2 / |H[u_t]|^2 over the last axis."""
-  return jnp.mean((h_true - h_pred) ** 2 / (h_true**2 + eps), axis=-1)
+  return jnp.mean(hamiltonian_error_steps(h_true, h_pred, eps), axis=-1)
+
+
+def mean_interval(samples, level=0.95):
+  """Mean of independent samples and its Student-t confidence interval.
+
+  Host-side (numpy/scipy). Used on paired per-unit statistics (per seed, or
+  per validation trajectory): the paired interval of a comparison is this
+  interval of the per-unit differences (or log ratios).
+
+  Args:
+    samples: 1-D sequence of numbers.
+    level: two-sided confidence level.
+
+  Returns:
+    (mean, lo, hi) as floats. With one sample lo = hi = NaN (no spread
+    can be estimated); a non-finite sample makes the mean non-finite and
+    the interval NaN.
+  """
+  x = np.asarray(samples, dtype=np.float64).reshape(-1)
+  if x.size == 0:
+    return float("nan"), float("nan"), float("nan")
+  mean = float(np.mean(x))
+  if x.size < 2 or not np.all(np.isfinite(x)):
+    return mean, float("nan"), float("nan")
+  half = float(
+    stats.t.ppf(0.5 + level / 2, df=x.size - 1)
+    * np.std(x, ddof=1)
+    / np.sqrt(x.size)
+  )
+  return mean, mean - half, mean + half

@@ -38,9 +38,13 @@ def build_model(kind, model_config, length):
       omega0=model_config.omega0,
     )
   if kind in ("derivative_cnn", "next_step_cnn"):
+    # Optional J u input channel (see hns.PeriodicCNN); absent key: u only.
+    stencil = model_config.get("derivative_stencil", None)
     return hns.PeriodicCNN(
       channels=tuple(model_config.channels),
       kernel_size=model_config.kernel_size,
+      derivative_stencil=stencil or None,
+      length=float(length),
     )
   raise errors.ConfigError(
     f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}"
@@ -189,7 +193,24 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
 
 
 def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
-  """Rollout relative L2, correlation time, H error and H traces.
+  """Rollout relative L2, correlation time, H error, with divergence counted.
+
+  A trajectory *diverged* when its rollout, or an error computed from it,
+  is not finite at some step (a float32 overflow of the error counts too).
+  Divergence is counted, never dropped:
+
+  - correlation_time: first step whose Pearson correlation with the truth is
+    below `threshold`, a non-finite step counting as below, so a diverged
+    trajectory's correlation time is at most the step it diverged at; the
+    mean over all trajectories (as the paper's code).
+  - rollout_error, hamiltonian_error: the mean over all trajectories, a
+    diverged trajectory's error being +inf (one diverged trajectory makes the
+    mean inf, as the paper's "nan" for FNO on KdV, Table 4).
+  - *_finite: the mean over the non-diverged trajectories only (inf when
+    none), for reading next to finite_fraction; never a claim's number.
+  - finite_fraction: fraction of trajectories that did not diverge;
+    diverged_at: mean over the diverged ones of the first step whose field,
+    relative L2 or H error is not finite (NaN when none diverged).
 
   Args:
     pde: "advection" or "kdv" (analytic H of App. B.1).
@@ -199,34 +220,62 @@ def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
     threshold: correlation threshold (0.8 in the paper).
 
   Returns:
-    dict of scalars and the batch-mean H traces [T] (true, pred).
+    dict of scalars, per-trajectory [B] arrays under "traj_*" keys
+    (traj_rollout_error, traj_hamiltonian_error with inf where diverged,
+    traj_correlation_time, traj_finite) and the batch-mean H traces [T]
+    (true; predicted over the non-diverged trajectories) for plots.
   """
   h_true = hamiltonians.hamiltonian(pde, true, grid, stencil=stencil)
   h_pred = hamiltonians.hamiltonian(pde, pred, grid, stencil=stencil)
-  # A blown-up rollout would make every mean NaN or inf: average the errors
-  # over the trajectories whose errors are finite (float32 overflows before
-  # the fields themselves become inf) and report that fraction separately
-  # (errors are inf when no trajectory is finite).
-  rel = jnp.mean(metrics.relative_l2(pred, true), axis=-1)
-  h_err = metrics.hamiltonian_error(h_true, h_pred)
-  finite = jnp.isfinite(rel) & jnp.isfinite(h_err)
+  rel_t = metrics.relative_l2(pred, true)  # [B, T]
+  h_err_t = metrics.hamiltonian_error_steps(h_true, h_pred)
+  # The first step at which the field, its error or its H error is not
+  # finite (float32 overflows before the fields themselves become inf).
+  bad_t = ~(
+    jnp.all(jnp.isfinite(pred), axis=-1)
+    & jnp.isfinite(rel_t)
+    & jnp.isfinite(h_err_t)
+  )
+  num_steps = pred.shape[-2]
+  nonfinite_at = jnp.where(
+    jnp.any(bad_t, axis=-1), jnp.argmax(bad_t, axis=-1), num_steps
+  )
+  rel = jnp.mean(rel_t, axis=-1)
+  h_err = jnp.mean(h_err_t, axis=-1)
+  finite = (nonfinite_at == num_steps) & jnp.isfinite(rel) & jnp.isfinite(h_err)
+  count = jnp.sum(finite)
+
+  def counted(per_traj):
+    return jnp.where(finite, per_traj, jnp.inf)
 
   def finite_mean(per_traj):
     total = jnp.sum(jnp.where(finite, per_traj, 0.0))
-    count = jnp.sum(finite)
     return jnp.where(count > 0, total / jnp.maximum(count, 1), jnp.inf)
 
+  diverged = ~finite
+  num_diverged = jnp.sum(diverged)
+  diverged_at = jnp.where(
+    num_diverged > 0,
+    jnp.sum(jnp.where(diverged, nonfinite_at, 0))
+    / jnp.maximum(num_diverged, 1),
+    jnp.nan,
+  )
+  corr = metrics.correlation_time(pred, true, threshold).astype(jnp.float32)
   h_pred_safe = jnp.where(finite[:, None], h_pred, 0.0)
   return {
-    "rollout_error": finite_mean(rel),
-    "correlation_time": jnp.mean(
-      metrics.correlation_time(pred, true, threshold).astype(jnp.float32)
-    ),
-    "hamiltonian_error": finite_mean(h_err),
+    "rollout_error": jnp.mean(counted(rel)),
+    "rollout_error_finite": finite_mean(rel),
+    "correlation_time": jnp.mean(corr),
+    "hamiltonian_error": jnp.mean(counted(h_err)),
+    "hamiltonian_error_finite": finite_mean(h_err),
     "finite_fraction": jnp.mean(finite.astype(jnp.float32)),
+    "diverged_at": diverged_at.astype(jnp.float32),
+    "traj_rollout_error": counted(rel),
+    "traj_hamiltonian_error": counted(h_err),
+    "traj_correlation_time": corr,
+    "traj_finite": finite,
     "h_true_trace": jnp.mean(h_true, axis=0),
-    "h_pred_trace": jnp.sum(h_pred_safe, axis=0)
-    / jnp.maximum(jnp.sum(finite), 1),
+    "h_pred_trace": jnp.sum(h_pred_safe, axis=0) / jnp.maximum(count, 1),
   }
 
 

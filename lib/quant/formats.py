@@ -14,6 +14,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
 from pallas_kernels.mxfp4 import reference
 
 MXTensor = reference.MXTensor
@@ -61,7 +62,9 @@ def quantize_nvfp4(x: jax.Array, global_scale=None) -> NVFP4Tensor:
       largest block scale just fits E4M3.
   """
   if x.shape[-1] % NVFP4_GROUP:
-    raise ValueError(f"NVFP4 needs the last axis % 16 == 0, got {x.shape}")
+    raise errors.ShapeError(
+      f"NVFP4 needs the last axis % 16 == 0, got {x.shape}"
+    )
   x = x.astype(jnp.float32)
   if global_scale is None:
     global_scale = jnp.max(jnp.abs(x)) / (E2M1_MAX * E4M3_MAX)

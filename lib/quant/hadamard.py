@@ -13,6 +13,7 @@ References:
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
 from pallas_kernels.mxfp4 import reference
 
 GROUP = reference.GROUP
@@ -26,7 +27,7 @@ def fwht(x: jax.Array, n: int = GROUP) -> jax.Array:
   (Sylvester order), at O(n log n) instead of O(n^2).
   """
   if n & (n - 1) or x.shape[-1] % n:
-    raise ValueError(
+    raise errors.ShapeError(
       f"group size {n} must be a power of two dividing {x.shape}"
     )
   shape = x.shape
@@ -47,7 +48,9 @@ def rotate(
   if method == "matmul":
     return reference.rotate(x, signs)
   if method != "fwht":
-    raise ValueError(f"unknown Hadamard method {method!r}: 'fwht' or 'matmul'")
+    raise errors.ConfigError(
+      f"unknown Hadamard method {method!r}: 'fwht' or 'matmul'"
+    )
   y = fwht(x)
   if signs is None:
     return y

@@ -15,6 +15,7 @@ References:
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
 from pallas_kernels.mxfp4 import ops
 from pallas_kernels.mxfp4 import reference
 
@@ -76,7 +77,9 @@ def fake_quantize(
   if method == "absmax_sr_hadamard":
     t = reference.quantize_absmax(x, seed=seed)
     return reference.unrotate(reference.dequantize(t))
-  raise ValueError(f"unknown method {method!r}; one of {FAKE_QUANT_METHODS}")
+  raise errors.ConfigError(
+    f"unknown method {method!r}; one of {FAKE_QUANT_METHODS}"
+  )
 
 
 def relative_mse(x: jax.Array, method: str, key=None) -> jax.Array:

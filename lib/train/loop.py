@@ -12,6 +12,7 @@ optax optimizer), SADL's federated rounds (a round is a step), and vmapped sweep
 """
 
 import dataclasses
+import functools
 import signal
 import threading
 from collections.abc import Callable
@@ -174,7 +175,8 @@ def train(
   workdir_lib.write_config(workdir, config)
   mesh = mesh if mesh is not None else mesh_lib.make_data_mesh(config.mesh_data)
   replicated = mesh_lib.replicated(mesh)
-  batch_sharding = mesh_lib.batch_sharding(mesh)
+  # Only a `data` mesh has a batch axis (SADL's mesh has a `clients` axis).
+  batch_sharding = mesh_lib.batch_sharding(mesh) if shard_batch else None
   batch_fn = batch_fn or full_batch
   root = rng.root_key(config.seed)
   data = _place(data, replicated)
@@ -184,7 +186,7 @@ def train(
 
   carry = jax.jit(init, out_shardings=replicated)(rng.stream(root, "init"))
 
-  def one_step(carry, _):
+  def one_step(data, carry, _):
     step, state = carry
     key = rng.stream(root, "step", step)
     batch = batch_fn(data, rng.stream(key, "data"), step)
@@ -202,11 +204,15 @@ def train(
 
   def run_chunk(carry, length):
     if length not in chunk_fns:
+      # `data` is an argument, not a closed-over constant: an array sharded
+      # over several processes (SADL's clients) cannot be a constant.
       chunk_fns[length] = jax.jit(
-        lambda c: jax.lax.scan(one_step, c, None, length=length),
+        lambda c, d: jax.lax.scan(
+          functools.partial(one_step, d), c, None, length=length
+        ),
         donate_argnums=0,
       )
-    return chunk_fns[length](carry)
+    return chunk_fns[length](carry, data)
 
   jit_eval = jax.jit(eval_fn) if eval_fn is not None else None
 

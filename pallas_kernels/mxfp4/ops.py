@@ -24,6 +24,7 @@ from pallas_kernels.mxfp4 import ffi
 from pallas_kernels.mxfp4 import gemm
 from pallas_kernels.mxfp4 import quantize
 from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.errors import MxInputError
 from pallas_kernels.mxfp4.reference import MXTensor
 
 IMPLEMENTATIONS = (None, "xla", "pallas", "ffi")
@@ -31,8 +32,22 @@ IMPLEMENTATIONS = (None, "xla", "pallas", "ffi")
 
 def _check(implementation) -> None:
   if implementation not in IMPLEMENTATIONS:
-    raise ValueError(
+    raise MxInputError(
       f"unknown implementation {implementation!r}; one of {IMPLEMENTATIONS}"
+    )
+
+
+def _check_matmul_shapes(a: MXTensor, b: MXTensor) -> None:
+  if (
+    len(a.shape) < 2
+    or len(b.shape) < 2
+    or a.shape[-1] != b.shape[-1]
+    or a.scale.shape[-1] != b.scale.shape[-1]
+  ):
+    raise MxInputError(
+      f"mx_matmul needs a [M, K] and b [N, K] with the same K; got a "
+      f"{list(a.shape)} (scales {list(a.scale.shape)}) and b "
+      f"{list(b.shape)} (scales {list(b.scale.shape)})"
     )
 
 
@@ -112,8 +127,14 @@ def mx_matmul(
   implementation: str | None = None,
   interpret: bool | None = None,
 ) -> jax.Array:
-  """dequant(a)[M, K] @ dequant(b)[N, K]^T with alpha = 1 / (a.alpha_inv b.alpha_inv)."""
+  """dequant(a)[M, K] @ dequant(b)[N, K]^T with alpha = 1 / (a.alpha_inv b.alpha_inv).
+
+  Raises:
+    MxInputError: the operands are not [..., rows, K] with the same K, or
+      the implementation is unknown.
+  """
   _check(implementation)
+  _check_matmul_shapes(a, b)
   if ffi.selected(implementation):
     return ffi.mx_matmul(a, b, out_dtype=out_dtype)
   if implementation == "pallas":

@@ -1,30 +1,81 @@
-"""HNS H1 smoke: advection training, rollouts, metrics, figures."""
+"""HNS H1 smoke: advection training over seeds, rollouts, comparisons, figures."""
 
 import os
 
 import numpy as np
+import pytest
 
 from configs import hns_advection as config_lib
 from experiments import hns_advection
+from lib.core import errors
 
 
-def test_smoke_run_writes_results(tmp_path, fast_compile):
+def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
   config = config_lib.get_config("smoke")
   r = hns_advection.run(config, str(tmp_path))
+  num_seeds = config.num_seeds
   for kind in ("hns", "derivative_cnn", "next_step_cnn"):
     res = r[kind]
-    assert res["finite_fraction"] == 1.0, kind
-    assert np.isfinite(res["rollout_error"]) and res["rollout_error"] > 0
+    assert len(res["rollout_error_seeds"]) == num_seeds
+    assert 0.0 <= res["finite_fraction"] <= 1.0
+    if res["finite_fraction"] == 1.0:
+      assert np.isfinite(res["rollout_error"]) and res["rollout_error"] > 0
+    else:  # divergence is counted: the mean error is inf
+      assert res["rollout_error"] == np.inf
     assert 0 < res["correlation_time"] <= config.pde.rollout_steps + 1
     assert os.path.exists(tmp_path / kind / "metrics.jsonl")
-  assert r["rollout_error"] == r["hns"]["rollout_error"]
-  assert np.isclose(
-    r["h_error_ratio"],
-    r["derivative_cnn"]["hamiltonian_error"] / r["hns"]["hamiltonian_error"],
+  h = r["h_error_vs_best"]
+  errs = {b: r[b]["hamiltonian_error"] for b in config.baselines}
+  assert h["comparator"] == min(errs, key=errs.get)
+  assert (
+    h["comparator_finite_fraction"] == r[h["comparator"]]["finite_fraction"]
   )
+  # Paired by seed: the geometric mean of comparator_s / HNS_s.
+  ratios = np.asarray(r[h["comparator"]]["hamiltonian_error_seeds"]) / (
+    np.asarray(r["hns"]["hamiltonian_error_seeds"])
+  )
+  np.testing.assert_allclose(h["point"], np.exp(np.mean(np.log(ratios))))
+  assert h["units"] == "seeds" and h["num_units"] == num_seeds
+  assert h["lo"] <= h["point"] <= h["hi"]
+  assert r["h_error_ratio"] == h["point"]
+  assert r["rollout_error"] == r["hns"]["rollout_error"]
   for fig in r["figures"]:
     assert os.path.exists(tmp_path / fig)
   assert (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize(
+  "key,value,match",
+  [
+    ("baselines", ("fno",), "config.baselines"),
+    ("baselines", (), "config.baselines"),
+    ("j_stencil", "fourth", "config.j_stencil"),
+    ("num_seeds", 0, "config.num_seeds"),
+  ],
+)
+def test_bad_config_fails_before_any_data(tmp_path, key, value, match):
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config[key] = value
+  with pytest.raises(errors.ConfigError, match=match):
+    hns_advection.run(config, str(tmp_path))
+  assert not (tmp_path / "hns").exists()
+
+
+def test_nested_bad_options_fail_early(tmp_path):
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config.hns.film = "attention"
+  with pytest.raises(errors.ConfigError, match="config.hns.film"):
+    hns_advection.run(config, str(tmp_path))
+
+
+def test_baselines_see_the_j_of_the_hns_rollout():
+  # Wherever HNS rolls out with the exact spectral J, the CNNs get J u too.
+  for arg in ("quick", "", "quick,smoke"):
+    config = config_lib.get_config(arg)
+    if config.j_stencil == "spectral":
+      assert config.cnn.derivative_stencil == "spectral", arg
 
 
 def test_paper_config_matches_paper():
@@ -33,3 +84,4 @@ def test_paper_config_matches_paper():
   assert (p.n_x, p.length, p.dt) == (128, 16.0, 0.02)
   assert p.train_steps * p.dt == 4.0 and p.rollout_steps * p.dt == 20.0
   assert (p.num_train, p.num_val) == (1024, 256)
+  assert config.baselines == ("derivative_cnn", "next_step_cnn")

@@ -1,4 +1,4 @@
-"""Smoke run of the QBLR experiment: both parts finish and the numbers make sense."""
+"""The QBLR experiment: config checks, early validation, and a smoke run."""
 
 import json
 import os
@@ -8,38 +8,112 @@ import pytest
 
 from configs import qblr as config_lib
 from experiments import qblr
+from lib import train as train_lib
+from lib.core.errors import ConfigError
 
 
 def test_config_variants_and_typos():
   for arg in (None, "quick", "quick,smoke"):
     config = config_lib.get_config(arg)
-    assert config.vi.num_steps > 0
+    assert config.vi.train.num_steps > 0 and config.mle.train.num_steps > 0
+    qblr.validate(config)
   with pytest.raises(ValueError):
     config_lib.get_config("quikc")
   with pytest.raises(AttributeError):
     config_lib.get_config("quick").vi.lr_typo = 1
+  # The MC keys follow the one seed of the config.
+  config = config_lib.get_config("quick,smoke")
+  config.seed = 3
+  assert config.vi.train.seed == 3 and config.mle.train.seed == 3
+
+
+@pytest.mark.parametrize(
+  "key, value, match",
+  [
+    ("vi.methods", ("qng", "bbvi_ns"), r"config\.vi\.methods='bbvi_ns'"),
+    ("mle.methods", ("ecme", "newton"), r"config\.mle\.methods='newton'"),
+    ("vi.bbvi_lrs", (0.01, -0.1), r"config\.vi\.bbvi_lrs holds -0\.1"),
+    ("vi.blr_rhos", (0.5, 2.0), r"config\.vi\.blr_rhos holds 2\.0"),
+    ("mle.qng_betas", (), r"config\.mle\.qng_betas is empty"),
+    ("vi.test_fraction", 1.5, r"config\.vi\.test_fraction"),
+  ],
+)
+def test_bad_options_fail_in_one_line_before_any_work(
+  tmp_path, key, value, match
+):
+  config = config_lib.get_config("quick,smoke")
+  section, name = key.split(".")
+  config[section][name] = value
+  with pytest.raises(ConfigError, match=match) as info:
+    qblr.run(config, str(tmp_path))
+  assert "\n" not in str(info.value)
+  # Nothing was trained: no sub-workdir exists.
+  assert sorted(os.listdir(tmp_path)) == ["config.json"]
+
+
+def test_iterations_to_gap():
+  assert qblr.iterations_to_gap(-1, 10) == 0  # never bad: converged at t=0
+  assert qblr.iterations_to_gap(4, 10) == 5
+  assert qblr.iterations_to_gap(10, 10) == -1  # the last iterate is bad
+
+
+def test_t_interval_matches_the_formula():
+  mean, se, lo, hi = qblr.t_interval([0.0, 0.02, 0.01, -0.01], 0.95)
+  sd = np.std([0.0, 0.02, 0.01, -0.01], ddof=1)
+  assert se == pytest.approx(sd / 2)
+  assert hi - mean == pytest.approx(3.182446305284263 * se)  # t_{0.975, 3}
+  assert mean - lo == pytest.approx(hi - mean)
+  assert np.isnan(qblr.t_interval([0.5], 0.95)[2])
 
 
 def test_smoke_run(tmp_path):
   workdir = str(tmp_path)
-  r = qblr.run(config_lib.get_config("quick,smoke"), workdir)
+  config = config_lib.get_config("quick,smoke")
+  # Every MLE iterate logged: the on-device iteration counts are checked
+  # against a host recount from the rows.
+  config.mle.train.update(log_every=1, checkpoint_every=30)
+  r = qblr.run(config, workdir)
   mle = r["mle"]
-  # ECME converges fast even on the smoke data; the MLE reference is a
-  # stationary point with l* above every iterate's log-likelihood.
+  # ECME converges fast even on the smoke data; l* is a stationary point.
   assert 0 < mle["iterations"]["ecme"] <= 60
   assert mle["final_gap"]["ecme"] < 1e-8
+  assert mle["reference_grad_max"] < 1e-9
   assert mle["qng_rejected_steps"] == 0
-  for name, gap in mle["final_gap"].items():
-    assert np.isfinite(gap), name
+  assert not any(mle["diverged"].values())
   # beta = 1 leaves the domain at step 1: it runs only thanks to the guard,
   # and it is the fastest QNG run.
   assert mle["final_gap"]["qng_beta1"] < mle["final_gap"]["qng_beta0.3"]
+  assert mle["best_qng"]["name"] == "qng_beta1"
+  rows = train_lib.read_jsonl(os.path.join(workdir, "mle"))
+  for name, iters in mle["iterations"].items():
+    method, _, setting = name.partition("_")
+    run = f"mle/{method}/{setting}" if setting else f"mle/{method}"
+    gaps = [row["gap"] for row in rows if row["run"] == run]
+    assert [row["step"] for row in rows if row["run"] == run] == list(
+      range(1, 61)
+    )
+    bad = np.flatnonzero(~(np.asarray([np.inf] + gaps) < 1e-8))  # t=0: xi0
+    expected = -1 if bad[-1] == 60 else int(bad[-1] + 1)
+    assert iters == expected, name
   vi = r["vi"]
   for name in ("qng", "blr_gauss"):
     assert 0.85 <= vi[name]["acc_mean"] <= 1.0, name
-  assert vi["qng"]["rejected"] == 0
+    assert vi[name]["selected"] in vi[name]["grid"]
+    elbos = {k: v["elbo"] for k, v in vi[name]["grid"].items()}
+    assert vi[name]["elbo"] == max(elbos.values())  # chosen on training ELBO
+    assert vi[name]["acc_mean_lo"] <= vi[name]["acc_mean"]
+    assert vi[name]["acc_mean"] <= vi[name]["acc_mean_hi"]
+  paired = vi["paired"]["blr_gauss"]
+  diff = np.subtract(
+    vi["qng"]["acc_mean_per_split"], vi["blr_gauss"]["acc_mean_per_split"]
+  )
+  assert paired["mean"] == pytest.approx(diff.mean())
+  assert vi["best_baseline"] == "blr_gauss"
+  assert vi["qng_minus_best_baseline_lo"] == paired["lo"]
+  vi_rows = train_lib.read_jsonl(os.path.join(workdir, "vi", "qng"))
+  runs = {row["run"] for row in vi_rows}
+  assert len(runs) == 3 * 2 and "vi/qng/lr0.05/split1" in runs
   with open(os.path.join(workdir, "results.json")) as f:
     assert json.load(f)["mle"]["l_star"] == pytest.approx(mle["l_star"])
   for fig in r["figures"]:
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
-  assert os.path.exists(os.path.join(workdir, "metrics.jsonl"))

@@ -1,28 +1,112 @@
-"""quartet_llm smoke: both methods train, results and figure are written."""
+"""quartet_llm: seeds train vmapped and paired, gaps carry intervals, bad configs fail early."""
 
 import json
+import math
 import os
 
 import numpy as np
+import pytest
+import scipy.stats
 
 from configs import quartet_llm as config_lib
 from experiments import _quartet
 from experiments import quartet_llm
+from experiments.claims import quartet as quartet_claims
+from experiments.claims import report
+from lib import train as train_lib
+from lib.core.errors import ConfigError
 
 
 def test_smoke_run_writes_results(tmp_path, fast_compile):
   config = config_lib.get_config("quick,smoke")
+  assert config.seeds == 2
   r = quartet_llm.run(config, str(tmp_path))
   assert set(r["val_loss"]) == {"bf16", "quartet"}
-  for v in r["val_loss"].values():
+  for m, v in r["val_loss_per_seed"].items():
     # A few steps from a uniform 256-way guess (5.55 nats) must go down.
-    assert np.isfinite(v) and v < np.log(256)
-  assert abs(r["gap"]["quartet"]) < 0.5
+    assert len(v) == 2 and all(np.isfinite(v)) and max(v) < np.log(256)
+    assert r["val_loss"][m] == pytest.approx(np.mean(v))
+    assert r["finite_fraction"][m] == 1.0
+  # Seeds differ (own init and batches); the gap is paired seed by seed.
+  assert r["val_loss_per_seed"]["bf16"][0] != r["val_loss_per_seed"]["bf16"][1]
+  g = r["gap"]["quartet"]
+  per_seed = np.subtract(
+    r["val_loss_per_seed"]["quartet"], r["val_loss_per_seed"]["bf16"]
+  )
+  np.testing.assert_allclose(g["per_seed"], per_seed, rtol=1e-12)
+  assert g["n"] == 2 and g["lo"] <= g["mean"] <= g["hi"]
+  assert abs(g["mean"]) < 0.5
   assert os.path.exists(os.path.join(tmp_path, "loss_curves.png"))
   with open(os.path.join(tmp_path, "results.json")) as f:
-    assert json.load(f)["val_loss"]["bf16"] == r["val_loss"]["bf16"]
-  for method in ("bf16", "quartet"):
-    assert os.path.exists(os.path.join(tmp_path, method, "metrics.jsonl"))
+    saved = json.load(f)
+  assert saved["gap"]["quartet"]["mean"] == g["mean"]
+  rows = train_lib.read_jsonl(str(tmp_path / "bf16"))
+  assert {row["run"] for row in rows} == {"bf16/seed0", "bf16/seed1"}
+  # The gap claim finds its number, band and divergence flag (the smoke run
+  # has no QuEST-fwd-only / SR-bwd-only runs for the other two claims).
+  (claim,) = [c for c in quartet_claims.CLAIMS if c.name == "quartet_llm_gap"]
+  row = report.evaluate(claim, saved)
+  assert row["verdict"] != "missing", row["reasons"]
+  assert "[" in row["ours"]  # the interval is shown
+
+
+@pytest.mark.parametrize(
+  "override, match",
+  [
+    (
+      dict(methods=("bf16", "quartett")),
+      r"config.methods='quartett' is not one of \[.*'quartet'",
+    ),
+    (dict(methods=("quartet",)), "must include 'bf16'"),
+    (dict(implementation="cuda"), "config.implementation='cuda'"),
+    (dict(seeds=0), "config.seeds=0"),
+    (dict(interval_level=1.5), "config.interval_level=1.5"),
+    (dict(model=dict(d_model=48)), "config.model.d_model=48"),
+    (dict(model=dict(n_heads=3)), "must split into 3"),
+  ],
+)
+def test_bad_config_fails_before_training(tmp_path, override, match):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.update(override)
+  with pytest.raises(ConfigError, match=match) as e:
+    quartet_llm.run(config, str(tmp_path))
+  assert "\n" not in str(e.value)
+  # Nothing trained: no method sub-workdir exists.
+  assert not any(os.path.isdir(tmp_path / m) for m in _quartet.METHODS)
+
+
+def test_paired_interval_is_the_student_t_interval():
+  a = np.array([3.10, 3.25, 3.05, 3.20])
+  b = np.array([3.00, 3.10, 3.02, 3.05])
+  r = _quartet.paired_interval(a, b, level=0.9)
+  diff = a - b
+  half = (
+    scipy.stats.t.ppf(0.95, 3) * np.std(diff, ddof=1) / math.sqrt(len(diff))
+  )
+  assert r["mean"] == pytest.approx(diff.mean())
+  assert (r["lo"], r["hi"]) == pytest.approx(
+    (diff.mean() - half, diff.mean() + half)
+  )
+  assert r["n"] == 4 and r["comparator_finite"] == 1.0
+  # A diverged comparator seed is dropped and counted; a diverged method
+  # seed is infinitely worse, never dropped.
+  r = _quartet.paired_interval(a, np.where([1, 1, 1, 0], b, np.nan))
+  assert r["n"] == 3 and r["comparator_finite"] == 0.75
+  r = _quartet.paired_interval(np.where([1, 0, 1, 1], a, np.inf), b)
+  assert r["mean"] == np.inf and r["hi"] == np.inf
+  # One seed: no interval.
+  r = _quartet.paired_interval(a[:1], b[:1])
+  assert (r["lo"], r["hi"]) == (-np.inf, np.inf)
+
+
+def test_seed_groups_split_the_seeds():
+  config = config_lib.get_config("quick")
+  with config.unlocked():
+    config.seeds, config.seeds_per_call = 5, 2
+  assert _quartet.seed_groups(config) == [(0, 1), (2, 3), (4,)]
+  config.seeds_per_call = 0
+  assert _quartet.seed_groups(config) == [(0, 1, 2, 3, 4)]
 
 
 def test_every_method_maps_to_a_model_config():

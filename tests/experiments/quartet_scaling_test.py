@@ -1,4 +1,5 @@
-"""quartet_scaling smoke: the sweep trains, the law is fitted, results and figure written."""
+"""quartet_scaling: the sweep trains, the constrained law is fitted with bands
+that hold their points, results and figure written; bad configs fail early."""
 
 import json
 import os
@@ -8,6 +9,8 @@ import pytest
 
 from configs import quartet_scaling as config_lib
 from experiments import quartet_scaling
+from experiments.claims import quartet as quartet_claims
+from experiments.claims import report
 from lib.core.errors import ConfigError
 
 
@@ -29,12 +32,38 @@ def test_smoke_sweep_fits_and_writes(tmp_path, fast_compile):
       ]
       assert curve == sorted(curve, reverse=True)
   e = r["eff"]["quartet"]
-  assert e["eff_n"] > 0 and e["eff_d"] > 0
-  assert e["eff_n_p16"] <= e["eff_n_p84"] and e["eff_d_p16"] <= e["eff_d_p84"]
-  assert r["base"]["rms_log_residual"] < 0.05
+  for k in ("eff_n", "eff_d"):
+    # The band holds its own point (issue 12).
+    assert 0 < e[f"{k}_lo"] <= e[k] <= e[f"{k}_hi"]
+  assert e["paired"] and e["band_level"] == 0.95
+  b = r["base"]
+  assert b["rms_log_residual"] < 0.05
+  # Physical region: positive exponents, E >= 0, the paper's fixed gamma.
+  assert b["alpha"] > 0 and b["beta"] > 0 and b["E"] >= 0
+  assert b["gamma_fixed"] and b["gamma"] == pytest.approx(0.2764)
+  ident = b["identifiability"]
+  assert len(ident["singular_values"]) == 5
+  assert set(ident["se"]) == {
+    "log_A",
+    "log_alpha",
+    "log_B",
+    "log_beta",
+    "log_E",
+  }
+  assert set(b["bootstrap"]) == {"alpha", "beta", "E"}
+  assert r["diverged_points"] == []
   assert os.path.exists(os.path.join(tmp_path, "scaling_fit.png"))
   with open(os.path.join(tmp_path, "results.json")) as f:
-    assert json.load(f)["eff"]["quartet"]["eff_n"] == e["eff_n"]
+    saved = json.load(f)
+  assert saved["eff"]["quartet"]["eff_n"] == e["eff_n"]
+  # Every claim on this experiment finds its numbers in results.json.
+  claims = [
+    c for c in quartet_claims.CLAIMS if c.experiment == "quartet_scaling"
+  ]
+  assert len(claims) == 4
+  for c in claims:
+    row = report.evaluate(c, saved)
+    assert row["verdict"] != "missing", (c.name, row["reasons"])
 
 
 def test_model_sizes_follow_the_sweep():
@@ -56,6 +85,7 @@ def test_model_sizes_follow_the_sweep():
     (dict(read_steps=(3,)), "multiples of config.train.eval_every"),
     (dict(read_steps=(2, 8)), "go past config.train.num_steps"),
     (dict(methods=("quartet", "bf16")), "must start with 'bf16'"),
+    (dict(methods=("bf16", "fp8")), r"config.methods='fp8' is not one of"),
   ],
 )
 def test_bad_sweep_configs_name_the_key(tmp_path, override, match):
@@ -64,6 +94,22 @@ def test_bad_sweep_configs_name_the_key(tmp_path, override, match):
     config.update(override)
   with pytest.raises(ConfigError, match=match):
     quartet_scaling.run(config, str(tmp_path))
+
+
+@pytest.mark.parametrize(
+  "fit, match",
+  [
+    (dict(gamma_range=(0.5, 0.1)), "config.fit.gamma_range"),
+    (dict(bootstrap_samples=1), "config.fit.bootstrap_samples=1"),
+    (dict(band_level=1.0), "config.fit.band_level=1.0"),
+  ],
+)
+def test_bad_fit_configs_fail_before_training(tmp_path, fit, match):
+  config = config_lib.get_config("quick,smoke")
+  config.fit.update(fit)
+  with pytest.raises(ConfigError, match=match):
+    quartet_scaling.run(config, str(tmp_path))
+  assert sorted(os.listdir(tmp_path)) == ["config.json"]
 
 
 def test_sweep_sizes_must_be_mxfp4_groups():

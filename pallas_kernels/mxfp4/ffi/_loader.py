@@ -39,7 +39,13 @@ _libraries: dict[str, ctypes.CDLL] = {}
 
 
 class FfiLibraryNotBuiltError(RuntimeError):
-  """The MXFP4 FFI shared library for a platform has not been built."""
+  """The MXFP4 FFI shared library for a platform has not been built.
+
+  A user error (`user_error`): the experiment CLI prints its message, which says
+  how to build the library, as one line (see `pallas_kernels/mxfp4/errors.py`).
+  """
+
+  user_error = True
 
 
 def library_path(platform: str = "cpu") -> pathlib.Path:

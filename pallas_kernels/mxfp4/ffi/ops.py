@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pallas_kernels.mxfp4.errors import MxDTypeError
+from pallas_kernels.mxfp4.errors import MxInputError
 from pallas_kernels.mxfp4.ffi import _loader
 
 GROUP = 32
@@ -33,7 +35,7 @@ def _ensure_registered() -> None:
 
 def _check_u8(name, x):
   if x.dtype != jnp.uint8:
-    raise TypeError(f"{name} must be uint8 (packed MXFP4), got {x.dtype}")
+    raise MxDTypeError(f"{name} must be uint8 (packed MXFP4), got {x.dtype}")
 
 
 def gemm(
@@ -68,9 +70,11 @@ def gemm(
     _check_u8(name, x)
   out_dtype = jnp.dtype(out_dtype)
   if out_dtype not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
-    raise TypeError(f"out_dtype must be float32 or bfloat16, got {out_dtype}")
+    raise MxDTypeError(
+      f"out_dtype must be float32 or bfloat16, got {out_dtype}"
+    )
   if a_codes.ndim < 2 or b_codes.ndim < 2:
-    raise ValueError("gemm operands need at least 2 dims [..., rows, K/2]")
+    raise MxInputError("gemm operands need at least 2 dims [..., rows, K/2]")
   m, kb = a_codes.shape[-2:]
   n = b_codes.shape[-2]
   k = 2 * kb
@@ -80,7 +84,7 @@ def gemm(
     or a_scale.shape[-2:] != (m, k // GROUP)
     or b_scale.shape[-2:] != (n, k // GROUP)
   ):
-    raise ValueError(
+    raise MxInputError(
       "gemm: inconsistent MXFP4 shapes: a_codes "
       f"{a_codes.shape}, a_scale {a_scale.shape}, b_codes {b_codes.shape}, "
       f"b_scale {b_scale.shape}; need codes [..., R, K/2] and scales "
@@ -190,24 +194,26 @@ def quantize(
     `(codes uint8 [..., K/2], scale uint8 [..., K/32], mask bool [..., K])`.
   """
   if method not in METHODS:
-    raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    raise MxInputError(
+      f"method must be one of {sorted(METHODS)}, got {method!r}"
+    )
   if x.dtype not in (jnp.float32, jnp.bfloat16):
-    raise TypeError(f"x must be float32 or bfloat16, got {x.dtype}")
+    raise MxDTypeError(f"x must be float32 or bfloat16, got {x.dtype}")
   if x.ndim < 1 or x.shape[-1] % GROUP:
-    raise ValueError(
+    raise MxInputError(
       f"quantize: last axis must be a multiple of {GROUP}, got {x.shape}"
     )
   if signs is None:
     signs = jnp.ones((GROUP,), jnp.float32)
   signs = jnp.asarray(signs, jnp.float32)
   if signs.shape != (GROUP,):
-    raise ValueError(f"signs must have shape [32], got {signs.shape}")
+    raise MxInputError(f"signs must have shape [32], got {signs.shape}")
   if seed is None:
     if method == "absmax_sr":
-      raise ValueError("method='absmax_sr' needs a uint32 scalar seed")
+      raise MxInputError("method='absmax_sr' needs a uint32 scalar seed")
     seed = jnp.zeros((), jnp.uint32)
   seed = jnp.asarray(seed, jnp.uint32)
   if seed.shape != ():
-    raise ValueError(f"seed must be a uint32 scalar, got shape {seed.shape}")
+    raise MxInputError(f"seed must be a uint32 scalar, got shape {seed.shape}")
   _ensure_registered()
   return _quantize_fn(METHODS[method], bool(rotate))(0)(x, signs, seed)

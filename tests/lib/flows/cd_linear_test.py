@@ -2,6 +2,7 @@
 
 import itertools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -169,8 +170,8 @@ def test_jit_is_bit_identical_and_grads_real():
   g = jax.jit(
     jax.grad(lambda q: jnp.sum(layer.forward_and_log_det(q, x)[0] ** 2))
   )(p)
-  for leaf in jax.tree.leaves(g):
-    assert not jnp.iscomplexobj(leaf)
+  chex.assert_trees_all_equal_dtypes(g, p)  # real, never complex
+  chex.assert_tree_all_finite(g)
   # The frozen DC/Nyquist phases and the diagonal signs get no gradient.
   assert float(jnp.abs(g["phase"][:, 0]).max()) == 0.0
   assert float(jnp.abs(g["phase"][:, -1]).max()) == 0.0

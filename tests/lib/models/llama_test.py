@@ -1,5 +1,6 @@
 """The tiny Llama: shapes, causality, which linears are quantized, training signal."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,14 +20,15 @@ def test_shapes_causality_and_param_names():
   tokens = jax.random.randint(jax.random.key(0), (2, 16), 0, 256)
   params = jax.jit(model.init)(jax.random.key(1), tokens)
   logits = jax.jit(model.apply)(params, tokens)
-  assert logits.shape == (2, 16, 256) and logits.dtype == jnp.float32
+  chex.assert_shape(logits, (2, 16, 256))
+  chex.assert_type(logits, jnp.float32)
   # Changing a future token leaves earlier logits unchanged (causal mask).
   other = jax.jit(model.apply)(params, tokens.at[:, 10].set(7))
   np.testing.assert_allclose(other[:, :10], logits[:, :10], atol=1e-5)
   p = params["params"]["block_0"]
-  assert p["qkv"]["kernel"].shape == (192, 64)  # QuartetDense stores [N, K]
-  assert p["w12"]["kernel"].shape == (192, 64)
-  assert params["params"]["lm_head"]["kernel"].shape == (64, 256)  # nn.Dense
+  # QuartetDense stores [N, K]; the head is an nn.Dense ([K, N]).
+  chex.assert_shape([p["qkv"]["kernel"], p["w12"]["kernel"]], (192, 64))
+  chex.assert_shape(params["params"]["lm_head"]["kernel"], (64, 256))
   n = sum(x.size for x in jax.tree.leaves(params["params"]["block_0"]))
   assert models.non_embedding_params(c) == n + 64  # + final norm
   dense, _ = _model("dense")

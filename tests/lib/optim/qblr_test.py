@@ -283,15 +283,47 @@ def test_domain_guard_halves_and_rejects():
   tx = qblr.qng(1.0)
   grad = jax.jit(jax.grad(lambda lm: -_loglik(x)(qblr.project(lm))))(lam0)
   _, state = jax.jit(tx.update)(grad, tx.init(lam0), lam0)
-  assert int(state.num_halvings) >= 1 and int(state.num_rejected) == 0
+  assert int(state.leaves.num_halvings) >= 1
+  assert int(qblr.num_rejected(state)) == 0
   lam, state, (lls, _, _) = _run(x, lam0, beta=1.0)
   assert bool(qblr.in_domain(lam)) and np.all(np.isfinite(lls))
   qblr.check_domain(state)
   # Without halvings the same step is rejected every time: a clear error.
   lam, state, _ = _run(x, lam0, beta=1.0, steps=3, max_halvings=0)
   np.testing.assert_array_equal(lam, lam0)
-  assert int(state.num_rejected) == 3
+  assert int(qblr.num_rejected(state)) == 3
+  assert int(state.leaves.first_rejected) == 0
   with pytest.raises(ConfigError, match="left the Normal-Gamma domain"):
+    qblr.check_domain(state, learning_rate=1.0)
+
+
+def test_pytree_params_update_each_leaf_as_alone():
+  """A dict of leaves steps each leaf exactly as a single-leaf QNG would.
+
+  With lr 1 and no halvings the step from xi0 = (0, 1, 10) leaves the domain
+  (spec C.5) and is rejected, the other leaf's is not: the per-leaf counters
+  keep them apart.
+  """
+  x = _mle_data()
+  grad_fn = jax.jit(jax.grad(lambda lm: -_loglik(x)(qblr.project(lm))))
+  lam_a = qblr.natural_from_student_t(jnp.array([0.0, 1.0, 10.0]))
+  lam_b = qblr.natural_from_student_t(jnp.array([0.5, 2.0, 4.0]), kappa=3.0)
+  params = {"a": lam_a, "b": lam_b}
+  grads = {"a": grad_fn(lam_a), "b": grad_fn(lam_b)}
+  tx = qblr.qng(1.0, max_halvings=0)
+  update = jax.jit(tx.update)
+  upd, state = update(grads, tx.init(params), params)
+  for k in params:
+    one, one_state = update(grads[k], tx.init(params[k]), params[k])
+    np.testing.assert_array_equal(upd[k], one)
+    counters = jax.tree.map(int, state.leaves[k])
+    assert counters == jax.tree.map(int, one_state.leaves)
+  assert int(state.count) == 1
+  # lr 1 without halvings leaves the domain from lam_a only (spec C.5).
+  assert int(state.leaves["a"].num_rejected) == 1
+  assert int(state.leaves["b"].num_rejected) == 0
+  assert int(qblr.num_rejected(state)) == 1
+  with pytest.raises(ConfigError, match="1 step"):
     qblr.check_domain(state, learning_rate=1.0)
 
 
@@ -355,6 +387,26 @@ def test_student_t_helpers_match_scipy():
   assert w.shape == (4000, 2)
   ks = stats.kstest(np.asarray(w[:, 0]), stats.t(3.5, 0.5, np.sqrt(2.0)).cdf)
   assert ks.pvalue > 1e-3
+
+
+def test_sampling_gradient_returns_for_huge_nu():
+  """A diverging run reaches nu ~ 3e16, where jax's gamma gradient hangs.
+
+  Above NU_MAX the draw is that of t_NU_MAX: finite, and the gradient in nu
+  vanishes (the true one is ~1e-12 there); below it, the gradient is exact.
+  """
+  key = jax.random.key(26)
+  xi = jnp.array([[-1.85, 3.06e-18, 2.99e16], [0.0, 1.0, 5.0]])
+  total, grad = jax.jit(
+    jax.value_and_grad(lambda xi: qblr.sample_student_t(key, xi, 3).sum())
+  )(xi)
+  assert np.isfinite(float(total))
+  assert float(grad[0, 2]) == 0.0
+  assert bool(jnp.all(jnp.isfinite(grad))) and float(grad[1, 2]) != 0.0
+  capped = xi.at[0, 2].set(qblr.student_t.NU_MAX)
+  np.testing.assert_array_equal(
+    qblr.sample_student_t(key, xi, 3), qblr.sample_student_t(key, capped, 3)
+  )
 
 
 def test_von_exact_posterior_in_one_step():

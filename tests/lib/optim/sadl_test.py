@@ -62,6 +62,17 @@ def regression_problem(num_clients: int, seed: int = 0):
   return flat, unravel, loss_fn, {"x": x, "y": y}, minibatch, full_batch
 
 
+def scan_rounds(round_fn, state, client_data, key, rounds):
+  """`rounds` rounds in one jitted lax.scan (what lib.train.train does)."""
+
+  @jax.jit
+  def scan(state, client_data, key):
+    body = lambda s, _: round_fn(s, client_data, key)
+    return jax.lax.scan(body, state, length=rounds)
+
+  return scan(state, client_data, key)
+
+
 def run_sadl(mesh, num_clients, *, rounds=3, reference=False, method=None):
   """Runs `rounds` SADL rounds with mini-batches; returns final flat params."""
   flat, unravel, loss_fn, data, minibatch, _ = regression_problem(num_clients)
@@ -79,12 +90,9 @@ def run_sadl(mesh, num_clients, *, rounds=3, reference=False, method=None):
     client_lr=0.05,
     reference=reference,
   )
-  run = sadl.make_run_fn(
-    round_fn, mesh=mesh, num_clients=num_clients, num_rounds=rounds
-  )
   state = sadl.init_state(method, flat, mesh)
   data = sadl.shard_clients(data, mesh)
-  state, metrics = run(state, data, jax.random.key(7))
+  state, metrics = scan_rounds(round_fn, state, data, jax.random.key(7), rounds)
   return np.asarray(state.params), np.asarray(metrics["loss"])
 
 
@@ -158,13 +166,12 @@ def test_identity_sketch_is_distributed_adam_exactly(amsgrad):
     local_steps=k,
     client_lr=client_lr,
   )
-  run = sadl.make_run_fn(
-    round_fn, mesh=mesh, num_clients=clients, num_rounds=rounds
-  )
-  state, _ = run(
+  state, _ = scan_rounds(
+    round_fn,
     sadl.init_state(method, flat, mesh),
     sadl.shard_clients(data, mesh),
     jax.random.key(0),
+    rounds,
   )
 
   # Oracle: plain local GD per client, mean delta, optax's optimizer.
@@ -199,6 +206,47 @@ def test_sharded_round_equals_single_device_round():
   assert np.abs(reference).max() > 0.05  # the rounds did something
 
 
+def test_round_vmapped_over_learning_rates_equals_separate_runs():
+  """A learning-rate sweep as one vmapped round (shard_map under vmap)."""
+  clients, rounds, lrs = 8, 3, (0.01, 0.05, 0.2)
+  mesh = sadl.make_client_mesh(8)
+  flat, unravel, loss_fn, data, minibatch, _ = regression_problem(clients)
+  data = sadl.shard_clients(data, mesh)
+
+  def round_fn(lr):  # lr: a float, or one traced lr of the sweep
+    method = sadl.sadl(dim=flat.size, sketch_size=16, learning_rate=lr)
+    return sadl.make_round_fn(
+      method,
+      loss_fn=loss_fn,
+      batch_fn=minibatch,
+      unravel=unravel,
+      mesh=mesh,
+      num_clients=clients,
+      local_steps=2,
+      client_lr=0.05,
+    )
+
+  method = sadl.sadl(dim=flat.size, sketch_size=16, learning_rate=0.0)
+  state = sadl.init_state(method, flat, mesh)
+  stack = jax.tree.map(lambda x: jnp.stack([x] * len(lrs)), state)
+  swept = jax.vmap(
+    lambda lr, s, key: round_fn(lr)(s, data, key), in_axes=(0, 0, None)
+  )
+  stacked, _ = scan_rounds(
+    lambda s, d, key: swept(jnp.asarray(lrs), s, key),
+    stack,
+    data,
+    jax.random.key(3),
+    rounds,
+  )
+  for i, lr in enumerate(lrs):
+    alone, _ = scan_rounds(round_fn(lr), state, data, jax.random.key(3), rounds)
+    np.testing.assert_allclose(
+      stacked.params[i], alone.params, rtol=1e-5, atol=1e-7
+    )
+  assert np.abs(np.asarray(stacked.params[2] - stacked.params[0])).max() > 0.01
+
+
 # ---------------------------------------------------------------------------
 # Spec E.B: power-law quadratic, eps = 1e-3, dimension sweep.
 # ---------------------------------------------------------------------------
@@ -230,11 +278,12 @@ def _quadratic_ratio(d: int, method_name: str) -> float:
     local_steps=1,
     client_lr=1.0,
   )
-  run = sadl.make_run_fn(round_fn, mesh=mesh, num_clients=1, num_rounds=500)
-  state, _ = run(
+  state, _ = scan_rounds(
+    round_fn,
     sadl.init_state(method, jnp.zeros(d), mesh),
     sadl.shard_clients(np.ones((1, d), np.float32), mesh),
     jax.random.key(0),
+    500,
   )
   return float(loss(state.params, 1.0) / loss(jnp.zeros(d), 1.0))
 
@@ -318,18 +367,13 @@ def test_mismatched_mesh_is_an_error():
   mesh8 = sadl.make_client_mesh(8)
   flat, _, _, data, _, _ = regression_problem(8)
   method = sadl.sadl(dim=flat.size, sketch_size=16, learning_rate=0.1)
-  run = sadl.make_run_fn(
-    _round(mesh8, 8), mesh=mesh8, num_clients=8, num_rounds=1
-  )
-  state = sadl.init_state(method, flat, mesh8)
   with pytest.raises(ShapeError, match="sharded over mesh"):
-    run(
-      state,
-      sadl.shard_clients(data, sadl.make_client_mesh(4)),
-      jax.random.key(0),
+    sadl.check_client_data(
+      sadl.shard_clients(data, sadl.make_client_mesh(4)), mesh8, 8
     )
   with pytest.raises(ShapeError, match="leading axis of num_clients=8"):
-    run(state, jax.tree.map(lambda a: a[:4], data), jax.random.key(0))
+    sadl.check_client_data(jax.tree.map(lambda a: a[:4], data), mesh8, 8)
+  sadl.check_client_data(sadl.shard_clients(data, mesh8), mesh8, 8)  # fine
   with pytest.raises(ShapeError, match=r"flat \(63,\) vector"):
     sadl.init_state(method, jnp.zeros(10), mesh8)
 

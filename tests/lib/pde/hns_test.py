@@ -7,6 +7,7 @@ import pytest
 
 from lib import pde
 from lib.core import errors
+from lib.pde import metrics as pde_metrics
 from lib.pde import solver
 
 
@@ -158,13 +159,71 @@ def test_metrics_oracles():
   )
 
 
-def test_rollout_metrics_skip_blown_up_trajectories():
+def test_rollout_metrics_count_divergence():
   g = pde.periodic_grid(16, 4.0)
-  true = jnp.broadcast_to(jnp.sin(2 * jnp.pi * g.x / 4.0), (2, 5, 16))
-  pred = true.at[0].multiply(1.1).at[1, 3:].set(1e30)  # float32 overflow
-  m = solver.rollout_metrics("advection", pred, true, g, stencil="central")
-  np.testing.assert_allclose(m["finite_fraction"], 0.5)
-  np.testing.assert_allclose(m["rollout_error"], 0.1, rtol=1e-5)
+  true = jnp.broadcast_to(jnp.sin(2 * jnp.pi * g.x / 4.0), (3, 5, 16))
+  pred = (
+    true.at[0]
+    .multiply(1.1)
+    .at[1, 3:]
+    .set(1e30)  # finite fields, float32-overflowing error
+    .at[2, 2:]
+    .set(jnp.nan)
+  )
+  metrics = jax.jit(
+    lambda p, t: solver.rollout_metrics("advection", p, t, g, stencil="central")
+  )
+  m = metrics(pred, true)
+  np.testing.assert_allclose(m["finite_fraction"], 1 / 3, rtol=1e-6)
+  np.testing.assert_array_equal(m["traj_finite"], [True, False, False])
+  # Divergence is counted: the error means are inf; the finite-only means
+  # (for reading) are those of trajectory 0.
+  assert np.isinf(m["rollout_error"]) and np.isinf(m["hamiltonian_error"])
+  np.testing.assert_allclose(m["rollout_error_finite"], 0.1, rtol=1e-5)
   # H = 1/2 int u^2 scales by 1.21: squared relative error 0.21^2.
-  np.testing.assert_allclose(m["hamiltonian_error"], 0.21**2, rtol=1e-4)
-  assert float(m["correlation_time"]) == (5 + 3) / 2
+  np.testing.assert_allclose(m["hamiltonian_error_finite"], 0.21**2, rtol=1e-4)
+  np.testing.assert_allclose(m["traj_rollout_error"][0], 0.1, rtol=1e-5)
+  assert np.all(np.isinf(m["traj_rollout_error"][1:]))
+  # A diverged trajectory decorrelates at the step it diverges (3 and 2).
+  np.testing.assert_array_equal(m["traj_correlation_time"], [5, 3, 2])
+  np.testing.assert_allclose(m["correlation_time"], 10 / 3, rtol=1e-6)
+  np.testing.assert_allclose(m["diverged_at"], 2.5)
+  # Without divergence both means agree and diverged_at is NaN.
+  m = metrics(pred[:1], true[:1])
+  assert float(m["finite_fraction"]) == 1.0 and np.isnan(m["diverged_at"])
+  np.testing.assert_allclose(m["rollout_error"], m["rollout_error_finite"])
+
+
+def test_mean_interval_is_the_student_t_interval():
+  mean, lo, hi = pde_metrics.mean_interval([1.0, 2.0, 3.0])
+  # sd 1, n 3: half width t_{0.975, 2} / sqrt(3), t_{0.975, 2} = 4.302653.
+  half = 4.302652729911275 / np.sqrt(3.0)
+  np.testing.assert_allclose([mean, lo, hi], [2.0, 2.0 - half, 2.0 + half])
+  _, lo, hi = pde_metrics.mean_interval([1.0, 2.0, 3.0], level=0.5)
+  assert 2.0 - half < lo < hi < 2.0 + half
+  assert all(np.isnan(pde_metrics.mean_interval([1.0])[1:]))
+  assert all(np.isnan(pde_metrics.mean_interval([1.0, np.inf])[1:]))
+
+
+@pytest.mark.parametrize("stencil", ["central", "spectral"])
+def test_cnn_derivative_channel_is_j_u(stencil):
+  # A CNN without hidden layers whose kernel picks the centre tap of the
+  # second channel outputs exactly J u = d/dx u with the given stencil.
+  with jax.enable_x64(True):
+    g = pde.periodic_grid(32, 4.0)
+    model = pde.PeriodicCNN(
+      channels=(), kernel_size=3, derivative_stencil=stencil, length=4.0
+    )
+    u = jnp.sin(2 * jnp.pi * g.x / 4.0) + 0.5 * jnp.cos(6 * jnp.pi * g.x / 4.0)
+    params = model.init(jax.random.key(0), u)
+    leaves = params["params"]["PeriodicConv_0"]
+    # Patch rows: tap j of input channel c is row j * 2 + c; centre tap 1.
+    kernel = jnp.zeros_like(leaves["kernel"]).at[1 * 2 + 1, 0].set(1.0)
+    params = {"params": {"PeriodicConv_0": {**leaves, "kernel": kernel}}}
+    out = model.apply(params, u)
+    exact = pde.first_derivative(u, dx=g.dx, length=4.0, stencil=stencil)
+    np.testing.assert_allclose(out, exact, atol=1e-12)
+    if stencil == "spectral":  # exact for band-limited fields
+      k = 2 * jnp.pi / 4.0
+      analytic = k * jnp.cos(k * g.x) - 1.5 * k * jnp.sin(3 * k * g.x)
+      np.testing.assert_allclose(out, analytic, atol=1e-10)

@@ -15,6 +15,7 @@ import pytest
 
 from lib import quant
 from lib.core import errors
+from lib.quant import quartet
 
 T, K, N = 128, 1024, 128
 
@@ -68,10 +69,41 @@ def test_unquantized_mode_equals_dense_grad():
   assert _rel(y, x64 @ w64.T) < 1e-10
   assert _rel(dx, e64 @ w64) < 1e-10
   assert _rel(dw, e64.T @ x64) < 1e-10
-  # Hadamard with no quantization: exact up to fp32 (authors' bf16: 1.5e-5).
   g = jax.grad(lambda x, w: jnp.sum(x @ w.T * e), argnums=(0, 1))(x, w)
   np.testing.assert_allclose(dx, g[0], rtol=1e-4, atol=1e-3)
   np.testing.assert_allclose(dw, g[1], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_hadamard_without_quantization_is_exact(signed):
+  """Oracle 8's Hadamard-only case: rotation on, quantization off -> ~0 error.
+
+  Forward: (x H)(W H)^T = x W^T since H (block H32, optionally with random
+  column signs) is orthogonal. Backward: the layer's own `_bwd` with exact
+  GEMMs, fed the rotated but unquantized forward operands, rotates nothing
+  back unless it un-rotates correctly. H must not be the identity, or this
+  would pass with no rotation at all.
+  """
+  x, w, e = _data()
+  signs = quant.random_signs(jax.random.key(5)) if signed else None
+  rot = functools.partial(quant.rotate, signs=signs)
+  h = np.asarray(rot(jnp.eye(64)))
+  # Not the identity: every entry of a 32-block is +-1/sqrt(32).
+  np.testing.assert_allclose(np.abs(h[:32, :32]), 32**-0.5, rtol=1e-6)
+  assert np.max(np.abs(h - np.eye(64))) > 0.5
+  assert _rel(rot(x), np.asarray(x, np.float64)) > 1.0  # x really moved
+  x64, w64, e64 = (np.asarray(a, np.float64) for a in (x, w, e))
+  y = rot(x) @ rot(w).T
+  # fp32 rounding only (the plain fp32 product is ~4e-7 off, relatively).
+  assert np.sqrt(_rel(y, x64 @ w64.T)) < 2e-6
+  if signed:  # the backward rotation is re-drawn inside _bwd: forward only.
+    return
+  # forward="absmax" makes _bwd un-rotate; backward="bf16" makes its GEMMs
+  # exact; no masks: the residuals are the rotated, unquantized operands.
+  res = (rot(x), rot(w), None, None, jax.random.key(1))
+  dx, dw, _ = quartet._bwd("absmax", "bf16", True, None, res, e)
+  assert np.sqrt(_rel(dx, e64 @ w64)) < 2e-6
+  assert np.sqrt(_rel(dw, e64.T @ x64)) < 2e-6
 
 
 def test_stochastic_backward_is_unbiased():
