@@ -137,8 +137,7 @@ def figure(path, per_n):
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=110)
 
 
 def run(config, workdir) -> dict:

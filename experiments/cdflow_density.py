@@ -490,8 +490,7 @@ def samples_figure(path, samples, num_levels):
         ax.imshow(imgs[c], cmap="gray_r", vmin=0, vmax=num_levels - 1)
     axes[r, 0].set_title(title, fontsize=7, loc="left")
   fig.tight_layout()
-  fig.savefig(path, dpi=100)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=100)
 
 
 def curves_figure(path, vector_results):
@@ -510,8 +509,7 @@ def curves_figure(path, vector_results):
   ax.set_title("Vector flow on digits")
   ax.legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=110)
 
 
 # ------------------------------------------------------------------ run ---

@@ -165,8 +165,7 @@ def boundary_figure(path, config, data, weights: dict) -> None:
     ax.set_xlabel("x1")
   axes[0].set_ylabel("x2")
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=110)
 
 
 def run_clusters(config, workdir) -> tuple[dict, dict]:

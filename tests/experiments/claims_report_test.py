@@ -64,7 +64,11 @@ def test_point_verdicts():
     "missing",
     "no",
   ]
-  assert ok["holds"] and not nan["holds"] and nan["reasons"] == ["not a finite number"]
+  assert (
+    ok["holds"]
+    and not nan["holds"]
+    and nan["reasons"] == ["not a finite number"]
+  )
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,10 @@ def test_two_process_hns_toy_writes_one_set_of_outputs(tmp_path):
   assert progress_lines(logs[0]), logs[0][-2000:]
   assert progress_lines(logs[1]) == [], progress_lines(logs[1])[:3]
   # One metrics stream: every row once (process 1 appended nothing).
-  rows = (workdir / "ikf_linear" / "metrics.jsonl").read_text().splitlines()
+  rows = (
+    (workdir / "linear_ikf" / "lr_sweep" / "metrics.jsonl")
+    .read_text()
+    .splitlines()
+  )
   steps = [line.split(",")[0] for line in rows]
   assert len(steps) == len(set(steps)) > 0
