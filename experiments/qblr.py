@@ -48,6 +48,7 @@ from lib.optim import qblr
 
 MLE_METHODS = ("ecme", "qng", "gd", "adam")
 VI_METHODS = ("qng", "blr_gauss", "bbvi")
+_VI_COLORS = {"qng": "C0", "blr_gauss": "C1", "bbvi": "C2"}
 _VI_LABELS = {
   "qng": "QNG (Normal-Gamma lift)",
   "blr_gauss": "Gaussian BLR (VON)",
@@ -874,12 +875,11 @@ def _vi_figure(path, curves, out):
     steps = [r["step"] for r in per_split[0]]
     ema = np.mean([[r["elbo_ema"] for r in rows] for rows in per_split], 0)
     label = f"{_VI_LABELS[name]}, {out[name]['selected']}"
-    axes[0].plot(steps, ema, label=label)
-  # Robust limits: early MC estimates are wild.
+    axes[0].plot(steps, ema, color=_VI_COLORS[name], label=label)
   axes[0].set_xlabel("step")
   axes[0].set_ylabel("MC ELBO (EMA, mean over splits)")
   axes[0].legend(fontsize=8)
-  if curves:
+  if curves:  # Robust limits: early MC estimates are wild.
     vals = np.concatenate(
       [
         np.asarray([r["elbo_ema"] for r in rows])[len(rows) // 10 :]
@@ -899,7 +899,7 @@ def _vi_figure(path, curves, out):
   err = np.nan_to_num(
     np.asarray([np.subtract(means, lows), np.subtract(highs, means)])
   )
-  axes[1].bar(names, means, yerr=err, color=["C0", "C2", "C1"][: len(names)])
+  axes[1].bar(names, means, yerr=err, color=[_VI_COLORS[n] for n in names])
   axes[1].set_ylim(0.9, 1.0)
   axes[1].set_ylabel("posterior-mean test accuracy")
   axes[1].set_title("breast cancer, mean and 95% t interval over splits")

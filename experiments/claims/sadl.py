@@ -74,7 +74,9 @@ CLAIMS = [
     metric="quadratic.sadl_gap_to_adam_max",
     check="<= 0.1",
     fmt="{:.3f}",
-    note=_SCALE,
+    note=_SCALE + " Adam may pick the largest lr of its grid "
+    "(quadratic.d*.adam.best_at_edge): a better-tuned Adam could only widen "
+    "the gap, by at most Adam's own L_T/L_0 (quadratic.d*.adam.loss_ratio).",
     **_COMMON,
   ),
   Claim(

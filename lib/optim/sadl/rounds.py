@@ -9,7 +9,8 @@ count; each device then runs C / devices clients with `vmap`):
   2. K local SGD steps on the client's own data: x_K = x_0 - eta * sum g_k;
   3. the client encodes its delta x_0 - x_K with the method (SADL: the
      round's shared R_t, fresh each round from the round key, in two
-     independent half-sketches);
+     independent half-sketches; clients that share a device encode their
+     mean delta once, which by linearity is the mean of their messages);
   4. the messages are averaged with `lax.pmean` over the `clients` axis: by
      linearity that is the message of the mean delta, and only the message
      crosses the network in each direction;

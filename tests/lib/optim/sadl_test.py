@@ -206,9 +206,9 @@ def test_sharded_round_equals_single_device_round():
   assert np.abs(reference).max() > 0.05  # the rounds did something
 
 
-def test_round_vmapped_over_learning_rates_equals_separate_runs():
+def test_round_vmapped_over_learning_rates_equals_separate_runs(fast_compile):
   """A learning-rate sweep as one vmapped round (shard_map under vmap)."""
-  clients, rounds, lrs = 8, 3, (0.01, 0.05, 0.2)
+  clients, rounds, lrs = 8, 2, (0.01, 0.2)
   mesh = sadl.make_client_mesh(8)
   flat, unravel, loss_fn, data, minibatch, _ = regression_problem(clients)
   data = sadl.shard_clients(data, mesh)
@@ -244,7 +244,7 @@ def test_round_vmapped_over_learning_rates_equals_separate_runs():
     np.testing.assert_allclose(
       stacked.params[i], alone.params, rtol=1e-5, atol=1e-7
     )
-  assert np.abs(np.asarray(stacked.params[2] - stacked.params[0])).max() > 0.01
+  assert np.abs(np.asarray(stacked.params[1] - stacked.params[0])).max() > 0.01
 
 
 # ---------------------------------------------------------------------------
