@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; ~12 min for all 12 quick runs on a 2-core CPU, 0.2-3.5 min each):
+Run (the main job; roughly 15-20 min for all quick runs on a 2-core CPU (not re-measured after the multi-seed claims)):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).

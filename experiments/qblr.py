@@ -463,8 +463,7 @@ def _mle_figure(path, curves, iters, tol):
   ax.set_title("Student-t MLE on t_3(1, 2^2) draws (iterations to gap)")
   ax.legend(fontsize=7, ncol=2)
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 # -----------------------------------------------------------------------------
@@ -904,8 +903,7 @@ def _vi_figure(path, curves, out):
   axes[1].set_ylabel("posterior-mean test accuracy")
   axes[1].set_title("breast cancer, mean and 95% t interval over splits")
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def run(config, workdir) -> dict:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 
+from lib import train as train_lib
 from tests.helpers import REPO_ROOT
 
 _SITECUSTOMIZE = """
@@ -91,11 +92,7 @@ def test_two_process_hns_toy_writes_one_set_of_outputs(tmp_path):
 
   assert progress_lines(logs[0]), logs[0][-2000:]
   assert progress_lines(logs[1]) == [], progress_lines(logs[1])[:3]
-  # One metrics stream: every row once (process 1 appended nothing).
-  rows = (
-    (workdir / "linear_ikf" / "lr_sweep" / "metrics.jsonl")
-    .read_text()
-    .splitlines()
-  )
-  steps = [line.split(",")[0] for line in rows]
-  assert len(steps) == len(set(steps)) > 0
+  # One metrics stream: every (step, run) row once (process 1 appended none).
+  rows = train_lib.read_jsonl(workdir / "linear_ikf" / "lr_sweep")
+  keys = [(r["step"], r.get("run")) for r in rows]
+  assert len(keys) == len(set(keys)) > 0, keys
