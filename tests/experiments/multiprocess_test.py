@@ -7,12 +7,9 @@ one shared workdir. A `sitecustomize` on each process's path records every
 """
 
 import os
-import socket
-import subprocess
-import sys
 
 from lib import train as train_lib
-from tests.helpers import REPO_ROOT
+from tests import helpers
 
 _SITECUSTOMIZE = """
 import os
@@ -29,58 +26,24 @@ matplotlib.figure.Figure.savefig = _recording_savefig
 """
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 def test_two_process_hns_toy_writes_one_set_of_outputs(tmp_path):
   hook = tmp_path / "hook"
   hook.mkdir()
   (hook / "sitecustomize.py").write_text(_SITECUSTOMIZE)
-  port = _free_port()
   workdir = tmp_path / "run"
-  procs = []
-  for pid in range(2):
-    env = dict(
-      os.environ,
-      JAX_PLATFORMS="cpu",
-      JAX_NUM_CPU_DEVICES="4",
-      JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
-      JAX_NUM_PROCESSES="2",
-      JAX_PROCESS_ID=str(pid),
-      PYTHONPATH=os.pathsep.join([str(hook), REPO_ROOT]),
-      SAVEFIG_LOG=str(tmp_path / f"savefig_{pid}.log"),
-    )
-    cmd = [
-      sys.executable,
-      "-m",
-      "experiments.hns_toy",
-      "--distributed",
-      "--config=configs/hns_toy.py:quick,smoke",
-      "--config.functionals=('linear',)",
-      f"--workdir={workdir}",
-    ]
-    procs.append(
-      subprocess.Popen(
-        cmd,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-      )
-    )
-  logs = []
-  try:
-    logs = [p.communicate(timeout=300)[0] for p in procs]
-  finally:
-    for p in procs:
-      if p.poll() is None:
-        p.kill()
-  for p, log in zip(procs, logs):
-    assert p.returncode == 0, log[-3000:]
+  logs = helpers.run_two_processes(
+    "experiments.hns_toy",
+    "--config=configs/hns_toy.py:quick,smoke",
+    "--config.functionals=('linear',)",
+    f"--workdir={workdir}",
+    env={
+      pid: {
+        "PYTHONPATH": os.pathsep.join([str(hook), helpers.REPO_ROOT]),
+        "SAVEFIG_LOG": str(tmp_path / f"savefig_{pid}.log"),
+      }
+      for pid in range(2)
+    },
+  )
 
   figures = [tmp_path / f"savefig_{pid}.log" for pid in range(2)]
   assert figures[0].exists() and figures[0].read_text().strip(), logs[0][-2000:]

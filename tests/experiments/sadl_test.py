@@ -8,9 +8,6 @@ rows, and a one-process run of the same config against two processes.
 
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import optax
@@ -22,6 +19,7 @@ from experiments.claims import report
 from experiments.claims import sadl as sadl_claims
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from tests import helpers
 
 REPO_ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -188,54 +186,15 @@ def test_bad_input_is_a_clear_error(tmp_path):
     sadl_config.get_config("huge")
 
 
-def _free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 def test_two_process_command_line_matches_one_process(tmp_path):
   """The documented localhost command: 2 processes x 4 CPU devices."""
-  port = _free_port()
   workdir = tmp_path / "mp"
-  procs = []
-  for pid in range(2):
-    env = dict(
-      os.environ,
-      JAX_PLATFORMS="cpu",
-      JAX_NUM_CPU_DEVICES="4",
-      JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
-      JAX_NUM_PROCESSES="2",
-      JAX_PROCESS_ID=str(pid),
-    )
-    cmd = [
-      sys.executable,
-      "-m",
-      "experiments.sadl",
-      "--distributed",
-      "--config=configs/sadl.py:quick,smoke",
-      f"--workdir={workdir}",
-      *_MP_OVERRIDES,
-    ]
-    procs.append(
-      subprocess.Popen(
-        cmd,
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-      )
-    )
-  logs = []
-  try:
-    logs = [p.communicate(timeout=300)[0] for p in procs]
-  finally:
-    for p in procs:
-      if p.poll() is None:
-        p.kill()
-  for p, log in zip(procs, logs):
-    assert p.returncode == 0, log[-3000:]
+  helpers.run_two_processes(
+    "experiments.sadl",
+    "--config=configs/sadl.py:quick,smoke",
+    f"--workdir={workdir}",
+    *_MP_OVERRIDES,
+  )
   multi = json.loads((workdir / "results.json").read_text())
   assert multi["processes"] == 2 and multi["devices"] == 8
   single = sadl_exp.run(_mp_config(), str(tmp_path / "single"))
