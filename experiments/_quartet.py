@@ -14,12 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import scipy.stats
 
 from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
+from lib.core import stats as stats_lib
 from lib.data import text
 from pallas_kernels.mxfp4 import ops
 
@@ -259,8 +259,8 @@ def paired_interval(a, b, level: float = 0.95) -> dict:
       "hi": math.nan,
       "sd": math.nan,
     }
-  mean = float(np.mean(diff))
-  if diff.size < 2 or not np.all(np.isfinite(diff)):
+  mean, lo, hi = stats_lib.mean_interval(diff, level)
+  if math.isnan(lo):  # One seed, or a diverged one: no interval.
     return {
       **out,
       "mean": mean,
@@ -269,9 +269,7 @@ def paired_interval(a, b, level: float = 0.95) -> dict:
       "sd": math.nan,
     }
   sd = float(np.std(diff, ddof=1))
-  t = float(scipy.stats.t.ppf(0.5 + level / 2, diff.size - 1))
-  half = t * sd / math.sqrt(diff.size)
-  return {**out, "mean": mean, "lo": mean - half, "hi": mean + half, "sd": sd}
+  return {**out, "mean": mean, "lo": lo, "hi": hi, "sd": sd}
 
 
 def make_optimizer(

@@ -37,12 +37,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import logging
-from scipy import stats
 
 from experiments import _cli
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
+from lib.core import stats as stats_lib
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.optim import nanoadam as nanoadam_lib
@@ -368,17 +368,6 @@ def weight_grad_correlation(model, params, x, y):
   return _spearman(np.concatenate(pw), np.concatenate(gw))
 
 
-def t_interval(values, level):
-  """(mean, lo, hi): Student-t interval of the mean (NaN band for 1 value)."""
-  v = np.asarray(values, np.float64)
-  mean = float(v.mean())
-  if v.size < 2 or not np.all(np.isfinite(v)):
-    return mean, math.nan, math.nan
-  half = stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1)
-  half = float(half / np.sqrt(v.size))
-  return mean, mean - half, mean + half
-
-
 def _select_lr(train_loss, diverged):
   """Index of the lowest training loss among lrs with no diverged run."""
   loss = np.where(diverged, np.inf, train_loss)
@@ -479,7 +468,7 @@ def paired_vs(summary, baselines, key, sign, level) -> dict | None:
       np.asarray(nano[f"{key}_by_seed"])
       - np.asarray(summary[b][f"{key}_by_seed"])
     )
-    point, lo, hi = t_interval(diff, level)
+    point, lo, hi = stats_lib.mean_interval(diff, level)
     by_seed = [float(v) for v in diff]
     per[b] = dict(point=point, lo=lo, hi=hi, by_seed=by_seed, diverged=False)
   return _against_every(per)

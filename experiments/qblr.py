@@ -37,11 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import logging
-from scipy import stats
 
 from experiments import _cli
 from lib import train as train_lib
 from lib.core import rng
+from lib.core import stats as stats_lib
 from lib.core.errors import ConfigError
 from lib.core.errors import check
 from lib.optim import qblr
@@ -740,12 +740,10 @@ def t_interval(values, level):
   marks a claim that needs the interval "unresolved").
   """
   v = np.asarray(values, float)
-  mean = float(v.mean())
-  if v.size < 2:
+  mean, lo, hi = stats_lib.mean_interval(v, level)
+  if math.isnan(lo):
     return mean, math.nan, math.nan, math.nan
-  se = float(v.std(ddof=1) / np.sqrt(v.size))
-  half = float(stats.t.ppf(0.5 + level / 2, v.size - 1)) * se
-  return mean, se, mean - half, mean + half
+  return mean, float(v.std(ddof=1) / np.sqrt(v.size)), lo, hi
 
 
 def _summarise(name, c, state, evals, grid: Grid):

@@ -34,12 +34,12 @@ import numpy as np
 import optax
 from absl import logging
 from jax.flatten_util import ravel_pytree
-from scipy import stats
 
 from experiments import _cli
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
+from lib.core import stats as stats_lib
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.optim import sadl as sadl_lib
@@ -332,19 +332,15 @@ def paired(
   theirs = np.where(np.isfinite(theirs), theirs, worst)
   with np.errstate(invalid="ignore"):
     diff = ours - theirs
-  n = diff.size
-  mean = float(np.mean(diff))
-  if n >= 2 and np.all(np.isfinite(diff)):
-    sd = float(np.std(diff, ddof=1))
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-  else:
-    half = math.inf
+  mean, lo, hi = stats_lib.mean_interval(diff, level)
+  if math.isnan(lo):  # One seed, or a non-finite difference: no interval.
+    lo, hi = mean - math.inf, mean + math.inf
   return {
     "point": mean,
-    "lo": mean - half,
-    "hi": mean + half,
+    "lo": lo,
+    "hi": hi,
     "per_seed": diff.tolist(),
-    "n": n,
+    "n": diff.size,
     "level": level,
     "comparator_finite_fraction": float(np.mean(np.isfinite(theirs))),
   }

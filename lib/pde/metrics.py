@@ -8,8 +8,8 @@ Functional Approximation", NeurIPS 2025, Sec. 4.2 and App. B.1.
 """
 
 import jax.numpy as jnp
-import numpy as np
-from scipy import stats
+
+from lib.core import stats as stats_lib
 
 
 def relative_l2(pred, true, axis=-1, eps=1e-12):
@@ -63,31 +63,5 @@ def hamiltonian_error(h_true, h_pred, eps=1e-12):
   return jnp.mean(hamiltonian_error_steps(h_true, h_pred, eps), axis=-1)
 
 
-def mean_interval(samples, level=0.95):
-  """Mean of independent samples and its Student-t confidence interval.
-
-  Host-side (numpy/scipy). Used on paired per-unit statistics (per seed, or
-  per validation trajectory): the paired interval of a comparison is this
-  interval of the per-unit differences (or log ratios).
-
-  Args:
-    samples: 1-D sequence of numbers.
-    level: two-sided confidence level.
-
-  Returns:
-    (mean, lo, hi) as floats. With one sample lo = hi = NaN (no spread
-    can be estimated); a non-finite sample makes the mean non-finite and
-    the interval NaN.
-  """
-  x = np.asarray(samples, dtype=np.float64).reshape(-1)
-  if x.size == 0:
-    return float("nan"), float("nan"), float("nan")
-  mean = float(np.mean(x))
-  if x.size < 2 or not np.all(np.isfinite(x)):
-    return mean, float("nan"), float("nan")
-  half = float(
-    stats.t.ppf(0.5 + level / 2, df=x.size - 1)
-    * np.std(x, ddof=1)
-    / np.sqrt(x.size)
-  )
-  return mean, mean - half, mean + half
+# The Student-t interval of a mean, shared by every paper's report.
+mean_interval = stats_lib.mean_interval
