@@ -16,11 +16,14 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, only="", smoke=False)
+  arg = common.parse_arg(arg, only="", smoke=False, rerun=False)
   config = ml_collections.ConfigDict()
   config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
   # Append ',smoke' to every experiment's config argument.
   config.smoke = arg.smoke
   # Seconds; a run past it gets SIGTERM (it saves a checkpoint), then SIGKILL.
   config.timeout_per_run = 3600
+  # Runs are cached by command and code version (experiments/reproduce.py);
+  # True starts every selected run afresh.
+  config.rerun = arg.rerun
   return common.lock(config)

@@ -10,13 +10,22 @@ ours, comparator, check, verdict yes / no / unresolved / missing), a sanity
 table, notes, failed runs, verdict changes since the last report in the same
 workdir, and the count line.
 
+A run is cached: `<run>/stamp.json` records the command and the code version
+(a hash of every source file, `code_version()`) it ran with. A rerun of the main
+job reuses a finished run whose stamp matches (seconds instead of minutes),
+resumes an unfinished one with the same stamp from its checkpoints, and starts
+afresh (deleting the old run directory) where the code or the command changed.
+`--config.rerun=True` starts every selected run afresh.
+
 Run: python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 """
 
+import hashlib
 import json
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,6 +93,95 @@ def _stop(proc, grace: float = 30.0) -> None:
       return
     except subprocess.TimeoutExpired:
       continue
+
+
+# What a run's results depend on besides its command: the project's sources
+# (configs included) and the pinned requirements.
+_CODE_DIRS = ("lib", "experiments", "configs", "pallas_kernels")
+_CODE_SUFFIXES = (".py", ".cc", ".cu", ".h")
+
+
+def code_version(root: str = _ROOT) -> str:
+  """sha256 (16 hex digits) over every project source file and requirements.txt.
+
+  Independent of git, so it works in an installed copy or a dirty tree; the
+  claim registry and the report machinery (`experiments/claims`,
+  `experiments/reproduce.py`) change what is read, not what a run computes,
+  and are left out so that editing a claim does not rerun its experiment.
+  """
+  h = hashlib.sha256()
+  paths = []
+  for top in _CODE_DIRS:
+    for dirpath, dirnames, files in os.walk(os.path.join(root, top)):
+      dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+      paths += [
+        os.path.join(dirpath, f) for f in files if f.endswith(_CODE_SUFFIXES)
+      ]
+  paths.append(os.path.join(root, "requirements.txt"))
+  skip = (
+    os.path.join(root, "experiments", "claims") + os.sep,
+    os.path.join(root, "experiments", "reproduce.py"),
+  )
+  for path in sorted(paths):
+    if path.startswith(skip) or not os.path.exists(path):
+      continue
+    h.update(os.path.relpath(path, root).encode() + b"\0")
+    with open(path, "rb") as f:
+      h.update(f.read() + b"\0")
+  return h.hexdigest()[:16]
+
+
+def _read_stamp(workdir):
+  try:
+    with open(os.path.join(workdir, "stamp.json")) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def _write_stamp(workdir, stamp, status):
+  with open(os.path.join(workdir, "stamp.json"), "w") as f:
+    json.dump({**stamp, "status": status}, f, indent=1)
+
+
+def cached_run(experiment, config_arg, workdir, timeout, name, *, rerun):
+  """run_experiment behind the stamp cache; returns (results, error, cached).
+
+  Same command and code version: a finished run's results.json is reused and
+  an unfinished one resumes from its checkpoints. Otherwise (or `rerun`), the
+  old run directory is deleted and the run starts afresh.
+  """
+  stamp = {
+    "command": f"experiments.{experiment} configs/{experiment}.py:{config_arg}",
+    "code_version": code_version(),
+    "jax": jax.__version__,
+  }
+  old = _read_stamp(workdir)
+  same = old is not None and all(old.get(k) == v for k, v in stamp.items())
+  results_path = os.path.join(workdir, "results.json")
+  if same and not rerun and old.get("status") == "done":
+    try:
+      with open(results_path) as f:
+        return json.load(f), None, True
+    except (OSError, ValueError):
+      pass  # Damaged or missing: run it again (it resumes).
+  if os.path.isdir(workdir) and (rerun or not same):
+    if train_lib.is_main_process():
+      logging.info(
+        "[%s] %s: starting afresh",
+        name,
+        "rerun asked" if rerun else "code or command changed",
+      )
+      shutil.rmtree(workdir)
+  os.makedirs(workdir, exist_ok=True)
+  if train_lib.is_main_process():
+    _write_stamp(workdir, stamp, "running")
+  results, error = run_experiment(
+    experiment, config_arg, workdir, timeout, name
+  )
+  if error is None and train_lib.is_main_process():
+    _write_stamp(workdir, stamp, "done")
+  return results, error, False
 
 
 def run_experiment(experiment, config_arg, workdir, timeout, name=None):
@@ -198,18 +296,20 @@ def run(config, workdir) -> dict:
     arg = f"{config_arg},smoke" if config.smoke else config_arg
     start = time.perf_counter()
     logging.info("[%d/%d] %s:%s", i, len(runs), experiment, arg)
-    results, error = run_experiment(
+    results, error, cached = cached_run(
       experiment,
       arg,
       os.path.join(workdir, run_name),
       config.timeout_per_run,
-      name=run_name,
+      run_name,
+      rerun=config.rerun,
     )
     logging.info(
-      "[%d/%d] %s done in %.0f s (%.0f s so far)%s",
+      "[%d/%d] %s %s in %.0f s (%.0f s so far)%s",
       i,
       len(runs),
       run_name,
+      "cached (same command and code version)" if cached else "done",
       time.perf_counter() - start,
       time.perf_counter() - total_start,
       f": {error}" if error else "",

@@ -37,7 +37,7 @@ def test_unknown_subset_is_a_config_error():
     reproduce.select(claims_lib.all_claims(), "nonexistent_paper")
 
 
-def test_smoke_report_for_one_paper(tmp_path, caplog):
+def test_smoke_report_for_one_paper(tmp_path, caplog, monkeypatch):
   config = config_lib.get_config("only=simplicity_bias,smoke")
   with caplog.at_level(logging.INFO):
     results = reproduce.run(config, str(tmp_path))
@@ -55,6 +55,29 @@ def test_smoke_report_for_one_paper(tmp_path, caplog):
   assert "Environment: jax" in text
   assert f"{results['num_claims']} claims at the smoke scale" in text
   assert (tmp_path / "simplicity_bias" / "boundaries.png").exists()
+
+  # Cached: a rerun with the same command and code version runs nothing.
+  stamp = json.loads((tmp_path / "simplicity_bias" / "stamp.json").read_text())
+  assert stamp["status"] == "done"
+  assert stamp["code_version"] == reproduce.code_version()
+  calls = []
+
+  def fake_run(experiment, config_arg, workdir, timeout, name):
+    calls.append(name)
+    return {"stand_in": True}, None
+
+  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  assert reproduce.run(config, str(tmp_path))["claims"] == results["claims"]
+  assert calls == []
+  # A changed code version starts the run afresh (the old directory goes).
+  monkeypatch.setattr(reproduce, "code_version", lambda root=None: "changed")
+  reproduce.run(config, str(tmp_path))
+  assert calls == ["simplicity_bias"]
+  assert not (tmp_path / "simplicity_bias" / "boundaries.png").exists()
+  # So does --config.rerun=True with an unchanged one.
+  config_rerun = config_lib.get_config("only=simplicity_bias,smoke,rerun=True")
+  reproduce.run(config_rerun, str(tmp_path))
+  assert calls == ["simplicity_bias"] * 2
 
 
 def test_relay_saves_every_line_and_echoes_it_prefixed(caplog):
@@ -100,3 +123,15 @@ def test_previous_verdicts_read_old_and_new_reports(tmp_path):
     "b": "unresolved",
   }
   assert reproduce.previous_verdicts(str(tmp_path / "none")) == {}
+
+
+def test_code_version_follows_the_sources(tmp_path):
+  for top in ("lib", "configs"):
+    (tmp_path / top).mkdir()
+  (tmp_path / "requirements.txt").write_text("jax\n")
+  (tmp_path / "lib" / "a.py").write_text("x = 1\n")
+  v1 = reproduce.code_version(str(tmp_path))
+  (tmp_path / "configs" / "c.py").write_text("y = 2\n")
+  v2 = reproduce.code_version(str(tmp_path))
+  (tmp_path / "lib" / "a.py").write_text("x = 2\n")
+  assert len({v1, v2, reproduce.code_version(str(tmp_path))}) == 3
