@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from pallas_kernels.mxfp4 import _triton
 from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.reference import MXTensor
 
@@ -151,11 +152,6 @@ def mx_matmul_pallas(
     _pad_rows(b.codes, np_),
     _pad_rows(b.scale, np_),
   )
-  compiler_params = None
-  if not interpret and jax.default_backend() == "gpu":
-    from jax.experimental.pallas import triton as plt  # noqa: PLC0415
-
-    compiler_params = plt.CompilerParams(num_warps=4, num_stages=3)
   kernel = functools.partial(
     mx_gemm_kernel,
     block_k=bs.block_k,
@@ -172,7 +168,7 @@ def mx_matmul_pallas(
       pl.BlockSpec((bs.block_n, k // GROUP), lambda i, j: (j, 0)),
     ],
     out_specs=pl.BlockSpec((bs.block_m, bs.block_n), lambda i, j: (i, j)),
-    compiler_params=compiler_params,
+    compiler_params=_triton.compiler_params(interpret),
     interpret=interpret,
     name="mxfp4_dequant_gemm",
   )(*operands)

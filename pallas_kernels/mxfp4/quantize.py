@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from pallas_kernels.mxfp4 import _triton
 from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.reference import MXTensor
 
@@ -159,6 +160,7 @@ def quantize_pallas(
       pl.BlockSpec((block_r, groups), lambda i, j: (i, j)),
       pl.BlockSpec((block_r, tile // 2), lambda i, j: (i, j)),
     ),
+    compiler_params=_triton.compiler_params(interpret, num_stages=1),
     interpret=interpret,
     name=f"mxfp4_quantize_{method}",
   )(xp, h[:, 0::2], h[:, 1::2], seed_arr)
