@@ -28,7 +28,7 @@ def get_config(arg=None):
   config.seed = 0
   if arg.variant == "quick":
     config.sizes = (16, 32, 64, 96, 128, 256, 512)
-    config.repeats = 5
+    config.repeats = 10
   if arg.smoke:
     config.sizes = (8, 16)
     config.batch = 64

@@ -1,12 +1,17 @@
 """CDFlow efficiency: log-det and inverse of the CD layer vs a dense matrix.
 
-For each channel count n, times (median of `repeats` jitted calls, each
+For each channel count n, times (median of `repeats` interleaved rounds of jitted calls, each
 applying the op `inner` times in a `lax.fori_loop` whose iterations depend on
 each other, so XLA cannot hoist them):
   * log-det: CD's O(mn) sum of logs vs `jnp.linalg.slogdet(W)` (O(n^3));
   * inverse of a batch of vectors: CD's FFT solve vs `jnp.linalg.solve(W, .)`
     and vs a matmul with a precomputed `inv(W)`;
-  * forward: CD's FFT mat-vec vs a dense matmul.
+  * forward: CD's mat-vec vs a dense matmul.
+CD's inverse and forward run with `implementation="auto"` (what a user gets:
+the FFT chain, or W and W^-1 materialised from the O(n) parameters and one
+matmul, chosen by n and batch); both explicit paths are timed too, so the
+table `lib.flows.cd_linear.DENSE_MAX_N` can be checked against this machine
+(`auto_path` per n, `fft_faster_than_dense_*`).
 Writes bench.json (times and ratios dense/CD; > 1 means CD is faster) and a
 log-log figure. The paper (A800 GPU, PyTorch) reports 4.31x (log-det) and
 1.17x (inverse) at n = 96.
@@ -31,6 +36,7 @@ from experiments import _checks
 from experiments import _cli
 from lib import flows
 from lib import train as train_lib
+from lib.core import stats as stats_lib
 from lib.core.threads import single_threaded_blas
 
 
@@ -51,21 +57,37 @@ def _looped(op, inner):
   return jax.jit(f)
 
 
-def _time(fn, arg, repeats) -> float:
-  """Median seconds per call after one warm-up (compile) call."""
-  jax.block_until_ready(fn(arg))
-  times = []
-  for _ in range(repeats):
-    t = time.perf_counter()
+def _time_round_robin(fns, repeats) -> dict:
+  """Median seconds per call of each `fn(arg)`, timed in interleaved rounds.
+
+  fns: {name: (fn, arg)}. After one warm-up (compile) call each, every round
+  times each function once in turn, so a change of machine load during the
+  benchmark hits all of them alike and the ratios stay fair.
+  """
+  for fn, arg in fns.values():
     jax.block_until_ready(fn(arg))
-    times.append(time.perf_counter() - t)
-  return float(np.median(times))
+  times = {name: [] for name in fns}
+  for _ in range(repeats):
+    for name, (fn, arg) in fns.items():
+      t = time.perf_counter()
+      jax.block_until_ready(fn(arg))
+      times[name].append(time.perf_counter() - t)
+  return {name: np.asarray(v) for name, v in times.items()}
+
+
+def _ratio(rounds, slow: str, fast: str) -> tuple[float, float, float]:
+  """slow / fast time, paired per round: geometric mean and its t band."""
+  log_ratio = np.log(rounds[slow]) - np.log(rounds[fast])
+  mean, lo, hi = stats_lib.mean_interval(log_ratio)
+  return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))
 
 
 def bench_size(n, config) -> dict:
   key = jax.random.key(config.seed)
   k_p, k_y, k_w = jax.random.split(key, 3)
   layer = flows.CDLinear(num_channels=n, m=config.m)
+  fft = flows.CDLinear(num_channels=n, m=config.m, implementation="fft")
+  dense = flows.CDLinear(num_channels=n, m=config.m, implementation="dense")
   params = layer.init(k_p)
   # Generic (non-orthogonal) CD weights; the dense baseline uses the same W.
   params["log_abs_diag"] = 0.1 * jax.random.normal(
@@ -94,19 +116,46 @@ def bench_size(n, config) -> dict:
     ),
     "dense_inv_matmul": (lambda a, c: (a[1] + c) @ a[0].T, (w_inv, y)),
     "cd_forward": (lambda a, c: layer.forward(a[0], a[1] + c), (params, y)),
+    "cd_inverse_fft": (lambda a, c: fft.inverse(a[0], a[1] + c), (params, y)),
+    "cd_inverse_dense": (
+      lambda a, c: dense.inverse(a[0], a[1] + c),
+      (params, y),
+    ),
+    "cd_forward_fft": (lambda a, c: fft.forward(a[0], a[1] + c), (params, y)),
+    "cd_forward_dense": (
+      lambda a, c: dense.forward(a[0], a[1] + c),
+      (params, y),
+    ),
     "dense_forward": (lambda a, c: (a[1] + c) @ a[0].T, (w, y)),
   }
-  times = {
-    name: _time(_looped(op, config.inner), arg, config.repeats) / config.inner
-    for name, (op, arg) in ops.items()
+  fns = {
+    name: (_looped(op, config.inner), arg) for name, (op, arg) in ops.items()
   }
+  # Two groups, each interleaved: the microsecond log-dets apart from the
+  # batch ops (a log-det timed right after a 4096 x n matmul measures the
+  # thread pool waking up, not the op).
+  rounds = {}
+  for logdet in (True, False):
+    part = {k: v for k, v in fns.items() if ("logdet" in k) == logdet}
+    rounds.update(_time_round_robin(part, config.repeats))
+  times = {k: float(np.median(v)) / config.inner for k, v in rounds.items()}
   out = {f"{k}_ms": 1e3 * v for k, v in times.items()}
-  out["logdet_speedup"] = times["dense_logdet"] / times["cd_logdet"]
-  out["inverse_speedup_vs_solve"] = times["dense_solve"] / times["cd_inverse"]
-  out["inverse_speedup_vs_precomputed"] = (
-    times["dense_inv_matmul"] / times["cd_inverse"]
+  # Speedups: dense / CD time paired per round (geometric mean), with the
+  # 95 % band over rounds (`_lo`, `_hi`): parity inside it is "unresolved".
+  for key, slow, fast in (
+    ("logdet_speedup", "dense_logdet", "cd_logdet"),
+    ("inverse_speedup_vs_solve", "dense_solve", "cd_inverse"),
+    ("inverse_speedup_vs_precomputed", "dense_inv_matmul", "cd_inverse"),
+    ("forward_speedup", "dense_forward", "cd_forward"),
+  ):
+    out[key], out[f"{key}_lo"], out[f"{key}_hi"] = _ratio(rounds, slow, fast)
+  out["auto_path"] = "dense" if layer.use_dense(y) else "fft"
+  out["fft_faster_than_dense_forward"] = (
+    times["cd_forward_dense"] / times["cd_forward_fft"]
   )
-  out["forward_speedup"] = times["dense_forward"] / times["cd_forward"]
+  out["fft_faster_than_dense_inverse"] = (
+    times["cd_inverse_dense"] / times["cd_inverse_fft"]
+  )
   return out
 
 
@@ -166,12 +215,15 @@ def _run(config, workdir) -> dict:
     r = per_n[n]
     logging.info(
       "n=%4d  logdet x%.1f  inverse x%.2f (solve) x%.2f (precomputed inv)"
-      "  forward x%.2f",
+      "  forward x%.2f  (auto: %s; fft/dense-path time %.2f fwd, %.2f inv)",
       n,
       r["logdet_speedup"],
       r["inverse_speedup_vs_solve"],
       r["inverse_speedup_vs_precomputed"],
       r["forward_speedup"],
+      r["auto_path"],
+      1 / r["fft_faster_than_dense_forward"],
+      1 / r["fft_faster_than_dense_inverse"],
     )
   ref = per_n.get(config.reference_n, per_n[min(config.sizes)])
   big = per_n[max(config.sizes)]
@@ -182,13 +234,25 @@ def _run(config, workdir) -> dict:
     "m": config.m,
     "reference_n": config.reference_n,
     "logdet_speedup_ref": ref["logdet_speedup"],
+    "logdet_speedup_ref_lo": ref["logdet_speedup_lo"],
+    "logdet_speedup_ref_hi": ref["logdet_speedup_hi"],
     "inverse_speedup_ref": ref["inverse_speedup_vs_solve"],
+    "inverse_speedup_ref_lo": ref["inverse_speedup_vs_solve_lo"],
+    "inverse_speedup_ref_hi": ref["inverse_speedup_vs_solve_hi"],
     "inverse_vs_precomputed_ref": ref["inverse_speedup_vs_precomputed"],
     "forward_speedup_ref": ref["forward_speedup"],
+    "forward_speedup_ref_lo": ref["forward_speedup_lo"],
+    "forward_speedup_ref_hi": ref["forward_speedup_hi"],
+    "auto_path_ref": ref["auto_path"],
     # Does the advantage grow with n? ratio at the largest n / at reference n.
     "logdet_speedup_growth": big["logdet_speedup"] / ref["logdet_speedup"],
     "inverse_speedup_growth": big["inverse_speedup_vs_solve"]
     / ref["inverse_speedup_vs_solve"],
+    # The acceptance bar: every ratio >= 1 at every n.
+    "min_forward_speedup": min(r["forward_speedup"] for r in per_n.values()),
+    "min_inverse_speedup": min(
+      r["inverse_speedup_vs_solve"] for r in per_n.values()
+    ),
     "per_n": {str(n): r for n, r in per_n.items()},
     "figure": "bench_cdflow.png",
   }

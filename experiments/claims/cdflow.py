@@ -64,6 +64,7 @@ CLAIMS = [
     paper_value="4.31x (A800, PyTorch)",
     comparator="dense jnp.linalg.slogdet",
     metric="logdet_speedup_ref",
+    interval=("logdet_speedup_ref_lo", "logdet_speedup_ref_hi"),
     check=">= 1.0",
     fmt="{:.1f}x",
     figures=("bench_cdflow.png",),
@@ -72,30 +73,35 @@ CLAIMS = [
   ),
   Claim(
     name="cdflow_inverse_speedup",
-    claim="CD inverse (FFT solve) of 4096 vectors is faster than dense solve at 96 channels.",
+    claim="CD inverse of 4096 vectors is faster than dense solve at 96 channels.",
     paper_value="1.17x (A800, PyTorch)",
     comparator="dense jnp.linalg.solve",
     metric="inverse_speedup_ref",
+    interval=("inverse_speedup_ref_lo", "inverse_speedup_ref_hi"),
     check=">= 1.0",
     fmt="{:.2f}x",
     figures=("bench_cdflow.png",),
-    note="Our CPU goal is >= 2x. Against a precomputed dense inverse (one "
-    "matmul) see inverse_vs_precomputed_ref in results.json; the forward "
-    "row below is the same FFT mat-vec against a plain matmul.",
+    note="Our CPU goal is >= 2x. CD runs implementation='auto' (at n = 96 "
+    "on CPU: W^-1 materialised from the O(n) parameters, one matmul); "
+    "against a precomputed dense inverse see inverse_vs_precomputed_ref.",
     **_BENCH,
   ),
   Claim(
     name="cdflow_forward_speedup",
-    claim="CD forward (FFT mat-vec) of 4096 vectors is at least as fast as a "
+    claim="CD forward of 4096 vectors is at least as fast as a "
     "dense matmul at 96 channels.",
     paper_value="(none); fastest in Fig. 4 (with log-det, under grad)",
     comparator="dense matmul x @ W.T",
     metric="forward_speedup_ref",
+    interval=("forward_speedup_ref_lo", "forward_speedup_ref_hi"),
     check=">= 1.0",
     fmt="{:.2f}x",
     figures=("bench_cdflow.png",),
-    note="Ours times the mat-vec alone (no log-det, no grad) against one "
-    "BLAS matmul; the paper's Fig. 4 forward includes the log-det under grad.",
+    note="Ours times the map alone (no log-det, no grad) against one BLAS "
+    "matmul; at n = 96 on CPU implementation='auto' is itself one matmul "
+    "with W built from the O(n) parameters, so parity is the best it can "
+    "do (an interval across 1 reads unresolved). The paper's Fig. 4 "
+    "forward includes the log-det under grad.",
     **_BENCH,
   ),
 ]

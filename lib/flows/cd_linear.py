@@ -21,6 +21,17 @@ Two parameterisations:
   * "raw" (closer to the paper): unconstrained real d and complex chat with the
     imaginary DC/Nyquist parts masked to 0. It can become singular.
 
+Two implementations of the maps, same numbers (tests in float64):
+  * "fft": the factors applied in turn, each circulant through rfft/irfft,
+    O(m n log n) per vector;
+  * "dense": W and W^-1 materialised from the O(n) parameters (for m = 2 a
+    gather of irfft(chat) and irfft(1/chat) with the diagonals folded in,
+    O(n^2); for m > 2 the identity pushed through the FFT path), then one
+    matmul per call. At small n a matmul beats a chain of FFTs.
+  * "auto" (default) picks by n, batch and backend from a table measured with
+    `experiments/bench_cdflow.py` (`DENSE_MAX_N`).
+log|det W| is the O(mn) half-spectrum sum either way.
+
 Init "random" (default): d = 1, |chat| = 1, random phases, i.e. a random
 orthogonal circulant with log|det W| = 0 (Glow's random-rotation init).
 Init "identity": all phases 0, W = I.
@@ -73,6 +84,24 @@ def circulant_solve(chat: jax.Array, y: jax.Array, n: int) -> jax.Array:
   return jnp.fft.irfft(jnp.fft.rfft(y, n=n, axis=-1) / chat, n=n, axis=-1)
 
 
+IMPLEMENTATIONS = ("auto", "fft", "dense")
+
+# "auto" materialises W when n <= DENSE_MAX_N[backend] and the batch has at
+# least n vectors (so the O(n^2) build is amortised). CPU: measured with
+# `python -m experiments.bench_cdflow --config configs/bench_cdflow.py:quick`
+# (2 cores, batch 4096, m = 2: the dense path is faster up to n = 256 and
+# slower at 512). GPU/TPU: unmeasured; matmul units make the dense path the
+# better bet up to larger n, so 1024 until someone measures it.
+DENSE_MAX_N = {"cpu": 256, "gpu": 1024, "tpu": 1024}
+
+
+def circulant_from_spectrum(chat: jax.Array, n: int) -> jax.Array:
+  """Dense circ(c)[i, j] = c[(i - j) mod n], c = irfft(chat), in O(n^2)."""
+  c = jnp.fft.irfft(chat, n=n)
+  idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
+  return c[idx]
+
+
 @dataclasses.dataclass(frozen=True)
 class CDLinear(base.Bijector):
   """y = W x with W = D_1 C_1 D_2 ... C_{m-1} D_m over the last axis.
@@ -85,6 +114,8 @@ class CDLinear(base.Bijector):
     init_kind: "random" (random orthogonal circulants) or "identity".
     spectral_rescale: divide every factor by its largest |entry| (its
       spectral norm), the paper's stabiliser; off by default.
+    implementation: "auto" (default), "fft" or "dense" (see the module
+      docstring); changes speed, not the map.
     event_ndims: 1 for vectors, 3 for (H, W, C) images (log-det summed over
       pixels).
   """
@@ -94,6 +125,7 @@ class CDLinear(base.Bijector):
   param: str = "polar"
   init_kind: str = "random"
   spectral_rescale: bool = False
+  implementation: str = "auto"
 
   def __post_init__(self):
     if self.num_channels < 1:
@@ -105,6 +137,11 @@ class CDLinear(base.Bijector):
     if self.init_kind not in ("random", "identity"):
       raise ConfigError(
         f"init_kind must be 'random' or 'identity', got {self.init_kind!r}"
+      )
+    if self.implementation not in IMPLEMENTATIONS:
+      raise ConfigError(
+        f"implementation must be one of {IMPLEMENTATIONS}, got "
+        f"{self.implementation!r}"
       )
 
   # -- parameters -----------------------------------------------------------
@@ -162,14 +199,58 @@ class CDLinear(base.Bijector):
     return jnp.sum(jnp.log(jnp.abs(diag))) + jnp.sum(w * jnp.log(jnp.abs(eig)))
 
   def dense_matrix(self, params) -> jax.Array:
-    """Materialises W (n x n) by pushing the identity through the map."""
+    """W (n x n) by pushing the identity through the FFT path (a reference)."""
     eye = jnp.eye(self.num_channels)
     # Row i of forward(eye) is W e_i, the i-th column of W.
-    return self._apply(params, eye).T
+    return self._apply_fft(params, eye).T
+
+  def weight_matrices(self, params, dtype=jnp.float32):
+    """(W, W^-1) materialised from the factors, for the "dense" path.
+
+    m = 2: W = D1 circ(c) D2 and W^-1 = D2^-1 circ(c') D1^-1 with
+    c = irfft(chat), c' = irfft(1 / chat): two gathers, O(n^2). m > 2: the
+    identity through the FFT maps, O(m n^2 log n).
+    """
+    n = self.num_channels
+    if self.m != 2:
+      eye = jnp.eye(n, dtype=dtype)
+      return (
+        self._apply_fft(params, eye).T,
+        self._apply_inverse_fft(params, eye).T,
+      )
+    diag, eig = self.factors(params)
+    diag = diag.astype(dtype)
+    eig = eig.astype(_complex(dtype))
+    c = circulant_from_spectrum(eig[0], n)
+    c_inv = circulant_from_spectrum(1.0 / eig[0], n)
+    w = diag[0][:, None] * c * diag[1][None, :]
+    w_inv = (1.0 / diag[1])[:, None] * c_inv * (1.0 / diag[0])[None, :]
+    return w, w_inv
+
+  def use_dense(self, x) -> bool:
+    """Whether the maps on `x` take the "dense" path (static: shapes only)."""
+    if self.implementation != "auto":
+      return self.implementation == "dense"
+    n = self.num_channels
+    batch = x.size // n
+    limit = DENSE_MAX_N.get(jax.default_backend(), 0)
+    return self.m > 1 and n <= limit and batch >= n
 
   # -- maps -------------------------------------------------------------------
 
   def _apply(self, params, x):
+    if self.use_dense(x):
+      w, _ = self.weight_matrices(params, x.dtype)
+      return jnp.einsum("...j,ij->...i", x, w, precision="highest")
+    return self._apply_fft(params, x)
+
+  def _apply_inverse(self, params, y):
+    if self.use_dense(y):
+      _, w_inv = self.weight_matrices(params, y.dtype)
+      return jnp.einsum("...j,ij->...i", y, w_inv, precision="highest")
+    return self._apply_inverse_fft(params, y)
+
+  def _apply_fft(self, params, x):
     n = self.num_channels
     diag, eig = self.factors(params)
     diag = diag.astype(x.dtype)
@@ -179,7 +260,7 @@ class CDLinear(base.Bijector):
       h = h * diag[j]
     return h
 
-  def _apply_inverse(self, params, y):
+  def _apply_inverse_fft(self, params, y):
     n = self.num_channels
     diag, eig = self.factors(params)
     diag = diag.astype(y.dtype)

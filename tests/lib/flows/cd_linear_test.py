@@ -189,3 +189,59 @@ def test_bad_input():
     flows.CDLinear(num_channels=4, m=0)
   with pytest.raises(ConfigError):
     flows.CDLinear(num_channels=4, param="complex")
+
+
+@pytest.mark.parametrize(
+  "n,m,param",
+  [(1, 2, "polar"), (5, 2, "polar"), (8, 2, "raw"), (6, 3, "polar")],
+)
+def test_dense_implementation_is_the_same_map_f64(n, m, param):
+  """The materialised W and W^-1 against the explicit product of factors."""
+  with jax.enable_x64(True):
+    dense = flows.CDLinear(
+      num_channels=n, m=m, param=param, implementation="dense"
+    )
+    fft = flows.CDLinear(num_channels=n, m=m, param=param, implementation="fft")
+    p = random_params(dense, seed=7 * n + m)
+    diag, eig = (np.asarray(a) for a in jax.jit(dense.factors)(p))
+    w = np.diag(diag[0])
+    for j in range(m - 1):
+      w = w @ circulant(np.fft.irfft(eig[j], n=n)) @ np.diag(diag[j + 1])
+    x = np.random.default_rng(1).normal(size=(3, 2, n))
+    y, ld = jax.jit(dense.forward_and_log_det)(p, jnp.asarray(x))
+    x_back, ild = jax.jit(dense.inverse_and_log_det)(p, y)
+    np.testing.assert_allclose(y, x @ w.T, atol=1e-12)
+    np.testing.assert_allclose(x_back, x, atol=1e-10)
+    np.testing.assert_allclose(ld, np.linalg.slogdet(w)[1], atol=1e-10)
+    np.testing.assert_allclose(ild, -np.asarray(ld), atol=1e-12)
+    w_d, w_inv = jax.jit(dense.weight_matrices, static_argnums=1)(
+      p, jnp.float64
+    )
+    np.testing.assert_allclose(w_d, w, atol=1e-12)
+    np.testing.assert_allclose(w_inv, np.linalg.inv(w), atol=1e-10)
+    np.testing.assert_allclose(
+      jax.jit(fft.forward)(p, jnp.asarray(x)), y, atol=1e-12
+    )
+    # Gradients agree too (training takes either path).
+    loss = lambda layer: lambda p: jnp.sum(jnp.sin(layer.forward(p, x)))
+    g_dense = jax.grad(loss(dense))(p)
+    g_fft = jax.grad(loss(fft))(p)
+    for k in p:
+      np.testing.assert_allclose(g_dense[k], g_fft[k], atol=1e-10, err_msg=k)
+
+
+def test_auto_picks_by_size_batch_and_backend():
+  from lib.flows import cd_linear
+
+  limit = cd_linear.DENSE_MAX_N[jax.default_backend()]
+  small = flows.CDLinear(num_channels=8)
+  assert small.use_dense(jnp.zeros((64, 8)))
+  assert not small.use_dense(jnp.zeros((4, 8)))  # batch < n: FFT
+  big = flows.CDLinear(num_channels=2 * limit)
+  assert not big.use_dense(jnp.zeros((4 * limit, 2 * limit)))
+  assert not flows.CDLinear(num_channels=8, m=1).use_dense(jnp.zeros((64, 8)))
+  assert flows.CDLinear(num_channels=8, implementation="dense").use_dense(
+    jnp.zeros((1, 8))
+  )
+  with pytest.raises(ConfigError, match="implementation"):
+    flows.CDLinear(num_channels=8, implementation="fast")
