@@ -29,11 +29,11 @@ def get_config(arg=None):
   config.repeats = 10
   config.seed = 0
   if arg.variant == "quick":
-    config.linear_shapes = ((512, 512, 512), (1024, 1024, 1024))
+    config.linear_shapes = ((512, 512, 512), (1024, 1024, 1024), (2048,) * 3)
     config.gemm_shapes = ((256, 256, 256),)
     config.quantize_shape = (2048, 2048)
     config.gemm_implementations = ("xla",)
-    config.repeats = 3
+    config.repeats = 5
   if arg.smoke:
     config.linear_shapes = ((64, 64, 64),)
     config.gemm_shapes = ((64, 64, 64),)

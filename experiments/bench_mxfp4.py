@@ -39,6 +39,20 @@ def _time(fn, *args, repeats: int) -> float:
   return float(np.median(times))
 
 
+def _time_pair(f, g, args, repeats: int) -> tuple[float, float]:
+  """Median seconds of f(*args) and g(*args), timed alternately (a change of
+  machine load hits both alike)."""
+  jax.block_until_ready(f(*args))
+  jax.block_until_ready(g(*args))
+  tf, tg = [], []
+  for _ in range(repeats):
+    for fn, out in ((f, tf), (g, tg)):
+      t0 = time.perf_counter()
+      jax.block_until_ready(fn(*args))
+      out.append(time.perf_counter() - t0)
+  return float(np.median(tf)), float(np.median(tg))
+
+
 def _linear_fwd_bwd(linear_fn):
   def f(x, w, e, key):
     y, vjp = jax.vjp(lambda x, w: linear_fn(x, w, key), x, w)
@@ -56,8 +70,7 @@ def bench_linear(config, dtype) -> dict:
     e = jax.random.normal(keys[2], (t, n), dtype)
     dense = _linear_fwd_bwd(lambda x, w, key: x @ w.T)
     quartet = _linear_fwd_bwd(quant.quartet_linear)
-    td = _time(dense, x, w, e, keys[3], repeats=config.repeats)
-    tq = _time(quartet, x, w, e, keys[3], repeats=config.repeats)
+    td, tq = _time_pair(dense, quartet, (x, w, e, keys[3]), config.repeats)
     out[f"T{t}_K{k}_N{n}"] = {
       "dense_ms": 1e3 * td,
       "quartet_ms": 1e3 * tq,

