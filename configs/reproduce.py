@@ -16,7 +16,7 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, only="", smoke=False, rerun=False)
+  arg = common.parse_arg(arg, only="", smoke=False, rerun=False, jobs=0)
   config = ml_collections.ConfigDict()
   config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
   # Append ',smoke' to every experiment's config argument.
@@ -26,4 +26,6 @@ def get_config(arg=None):
   # Runs are cached by command and code version (experiments/reproduce.py);
   # True starts every selected run afresh.
   config.rerun = arg.rerun
+  # Experiments run at once (each its own process); 0 = min(4, CPU count).
+  config.jobs = arg.jobs
   return common.lock(config)

@@ -17,9 +17,13 @@ resumes an unfinished one with the same stamp from its checkpoints, and starts
 afresh (deleting the old run directory) where the code or the command changed.
 `--config.rerun=True` starts every selected run afresh.
 
+Runs execute `--config.jobs` at a time (0: min(4, CPU count)), longest first
+by the duration their stamp recorded last time.
+
 Run: python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 """
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -79,6 +83,11 @@ def _relay(pipe, log, name: str, echo: bool) -> None:
       text = text[m.end() :] if m else text
       (logging.info if level == "I" else logging.warning)("[%s] %s", name, text)
   pipe.close()
+
+
+# Children running now (the runs execute `config.jobs` at a time, one thread
+# each); an interrupted reproduce stops them all.
+_LIVE = set()
 
 
 def _stop(proc, grace: float = 30.0) -> None:
@@ -142,6 +151,17 @@ def _read_stamp(workdir):
 def _write_stamp(workdir, stamp, status):
   with open(os.path.join(workdir, "stamp.json"), "w") as f:
     json.dump({**stamp, "status": status}, f, indent=1)
+
+
+def schedule(runs, workdir):
+  """Runs ordered longest first by their last recorded duration (unknown
+  ones first of all), so that with several jobs the slowest starts early."""
+
+  def last_seconds(run):
+    stamp = _read_stamp(os.path.join(workdir, run[2])) or {}
+    return stamp.get("seconds", float("inf"))
+
+  return sorted(runs, key=last_seconds, reverse=True)
 
 
 def cached_run(experiment, config_arg, workdir, timeout, name, *, rerun):
@@ -219,6 +239,7 @@ def run_experiment(experiment, config_arg, workdir, timeout, name=None):
       daemon=True,
     )
     relay.start()
+    _LIVE.add(proc)
     timed_out = False
     try:
       proc.wait(timeout=timeout)
@@ -230,6 +251,7 @@ def run_experiment(experiment, config_arg, workdir, timeout, name=None):
       _stop(proc, grace=5.0)
       raise
     finally:
+      _LIVE.discard(proc)
       relay.join(timeout=10)
   if timed_out:
     return None, f"timed out after {timeout} s (log: {log_path})"
@@ -292,10 +314,14 @@ def run(config, workdir) -> dict:
   )
   outputs, failures = {}, {}
   total_start = time.perf_counter()
-  for i, (experiment, config_arg, run_name) in enumerate(runs, 1):
+  jobs = config.jobs or min(4, os.cpu_count() or 1)
+  order = schedule(list(runs), workdir)
+  logging.info("running %d experiments, %d at a time", len(order), jobs)
+
+  def one(i, experiment, config_arg, run_name):
     arg = f"{config_arg},smoke" if config.smoke else config_arg
     start = time.perf_counter()
-    logging.info("[%d/%d] %s:%s", i, len(runs), experiment, arg)
+    logging.info("[%d/%d] %s:%s", i, len(order), experiment, arg)
     results, error, cached = cached_run(
       experiment,
       arg,
@@ -307,16 +333,31 @@ def run(config, workdir) -> dict:
     logging.info(
       "[%d/%d] %s %s in %.0f s (%.0f s so far)%s",
       i,
-      len(runs),
+      len(order),
       run_name,
       "cached (same command and code version)" if cached else "done",
       time.perf_counter() - start,
       time.perf_counter() - total_start,
       f": {error}" if error else "",
     )
-    outputs[run_name] = results
-    if error:
-      failures[run_name] = error
+    return run_name, results, error
+
+  with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    futures = [pool.submit(one, i, *r) for i, r in enumerate(order, 1)]
+    try:
+      for future in concurrent.futures.as_completed(futures):
+        run_name, results, error = future.result()
+        outputs[run_name] = results
+        if error:
+          failures[run_name] = error
+    except BaseException:  # Ctrl-C: stop every running child, then re-raise.
+      for f in futures:
+        f.cancel()
+      for proc in list(_LIVE):
+        _stop(proc, grace=5.0)
+      raise
+  total = time.perf_counter() - total_start
+  logging.info("all runs finished in %.0f s of wall time", total)
   logging.info("evaluating %d claims", len(claims))
   rows = [report_lib.evaluate(c, outputs[c.run_name]) for c in claims]
   changes = {

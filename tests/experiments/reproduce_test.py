@@ -135,3 +135,28 @@ def test_code_version_follows_the_sources(tmp_path):
   v2 = reproduce.code_version(str(tmp_path))
   (tmp_path / "lib" / "a.py").write_text("x = 2\n")
   assert len({v1, v2, reproduce.code_version(str(tmp_path))}) == 3
+
+
+def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
+  for name, seconds in (("a", 5.0), ("b", 50.0)):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "stamp.json").write_text(
+      json.dumps({"seconds": seconds})
+    )
+  runs = [("x", "quick", "a"), ("x", "quick", "b"), ("x", "quick", "new")]
+  order = [r[2] for r in reproduce.schedule(runs, str(tmp_path))]
+  assert order == ["new", "b", "a"]  # unknown first, then slowest
+
+  # Two at a time: both children are alive together.
+  import threading
+
+  both = threading.Barrier(2, timeout=20)
+
+  def fake_run(experiment, config_arg, workdir, timeout, name):
+    both.wait()  # raises BrokenBarrierError if the runs were sequential
+    return {"ok": 1.0}, None
+
+  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  config = config_lib.get_config("only=simplicity_bias+sadl,smoke,jobs=2")
+  results = reproduce.run(config, str(tmp_path / "w"))
+  assert results["failures"] == {}
