@@ -16,6 +16,7 @@ import pytest
 from tests.reliability import _kill
 
 EXPERIMENTS = {
+  "compact_memory": ("--config=configs/compact_memory.py:quick,smoke",),
   "quartet_llm": ("--config=configs/quartet_llm.py:quick,smoke",),
   "quartet_scaling": ("--config=configs/quartet_scaling.py:quick,smoke",),
   "cdflow_density": (

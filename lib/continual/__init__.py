@@ -1,0 +1,42 @@
+"""Compact memory for continual logistic regression: K-prior + PPCA Hessian matching.
+
+Modules:
+- `kprior`: the K-prior loss of multinomial logistic regression (bias as a
+  constant feature), the memory pytree, the replay loss, and the linear-regression
+  K-prior with its exact eigen-memory (spec oracle 1).
+- `memory`: the PPCA-EM memory update read from the official code
+  (un-normalised scatter, clamped beta, un-transform with the previous vectors)
+  and the memory initialisations (class-balanced random points, largest beta).
+- `data`: the four-moons and Split-digits task sequences and a user's own
+  feature file (.npz), with one-line errors for bad input.
+
+References:
+  Jung, Lee, Chen, Moellenhoff, Li, Lee, Khan, "How to Train Your Compact
+  Memory" (compact memory for continual learning), NeurIPS 2025,
+  arXiv 2511.09167; official code team-approx-bayes/compact_memory_code.
+  Khan & Swaroop, "Knowledge-Adaptation Priors", NeurIPS 2021 (the K-prior).
+"""
+
+from lib.continual.data import Tasks
+from lib.continual.data import add_bias
+from lib.continual.data import four_moons
+from lib.continual.data import from_arrays
+from lib.continual.data import load_feature_file
+from lib.continual.data import split_digits
+from lib.continual.kprior import Memory
+from lib.continual.kprior import accuracy
+from lib.continual.kprior import cross_entropy_sum
+from lib.continual.kprior import eigen_memory
+from lib.continual.kprior import empty_memory
+from lib.continual.kprior import kprior
+from lib.continual.kprior import kprior_linear
+from lib.continual.kprior import replay_loss
+from lib.continual.kprior import soft_cross_entropy
+from lib.continual.kprior import task_loss
+from lib.continual.memory import beta
+from lib.continual.memory import observed_rows
+from lib.continual.memory import ppca_em_step
+from lib.continual.memory import refine
+from lib.continual.memory import select_balanced
+from lib.continual.memory import select_top_beta
+from lib.continual.memory import update_memory

@@ -1,0 +1,107 @@
+"""The K-prior of multinomial logistic regression and its memory pytree.
+
+After task t the learner keeps theta_t and a memory of vectors u_k with weights
+w_k. Training on task t+1 minimises (official code, `loss_theta`):
+
+  sum_i CE(y_i, softmax(theta^T x_i)) / B  +  K_t(theta) / N_new,
+  K_t(theta) = (delta/2) ||theta - theta_t||^2
+               + sum_k w_k CE(softmax(theta_t^T u_k), softmax(theta^T u_k)),
+
+the old model's soft prediction on u_k acting as a soft label. Before the
+first task there is no memory and theta_0 = 0, so K = (delta/2) ||theta||^2.
+The model has no bias: a constant-1 feature is appended to the inputs.
+theta has shape [d, C].
+
+Jung, Lee, Chen, Moellenhoff, Li, Lee, Khan, "How to Train Your Compact
+Memory", NeurIPS 2025; Khan & Swaroop, "Knowledge-Adaptation Priors",
+NeurIPS 2021.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class Memory(NamedTuple):
+  """The memory: vectors u [M, d] (unit norm after PPCA-EM) and weights w [M].
+
+  A slot with w = 0 contributes nothing (the experiment pads memories of
+  different sizes to one shape this way).
+  """
+
+  u: jax.Array
+  w: jax.Array
+
+
+def empty_memory(d: int, dtype=jnp.float32) -> Memory:
+  """The memory before the first task: no vectors."""
+  return Memory(jnp.zeros((0, d), dtype), jnp.zeros((0,), dtype))
+
+
+def cross_entropy_sum(theta, x, y):
+  """Sum over rows of CE(y_i, softmax(x_i @ theta)); y holds class ids."""
+  logp = jax.nn.log_softmax(x @ theta, axis=-1)
+  return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=-1))
+
+
+def soft_cross_entropy(theta, u, p_old):
+  """Per-row CE of the soft label p_old [M, C] against softmax(u @ theta)."""
+  return -jnp.sum(p_old * jax.nn.log_softmax(u @ theta, axis=-1), axis=-1)
+
+
+def kprior(theta, theta_old, memory: Memory, delta):
+  """K_t(theta) = (delta/2)||theta - theta_old||^2 + sum_k w_k CE(p_old, p)."""
+  reg = 0.5 * delta * jnp.sum((theta - theta_old) ** 2)
+  if memory.u.shape[0] == 0:
+    return reg
+  p_old = jax.nn.softmax(memory.u @ jax.lax.stop_gradient(theta_old), axis=-1)
+  return reg + jnp.sum(memory.w * soft_cross_entropy(theta, memory.u, p_old))
+
+
+def task_loss(theta, x, y, theta_old, memory: Memory, delta, n_new):
+  """The code's per-batch objective: CE_sum / batch + K_t(theta) / N_new."""
+  ce = cross_entropy_sum(theta, x, y) / x.shape[0]
+  return ce + kprior(theta, theta_old, memory, delta) / n_new
+
+
+def replay_loss(theta, x, y, mem_x, mem_y, mem_w, delta, n_new):
+  """Experience replay (official baseline): CE_new / B + (L2 + replay CE) / N.
+
+  `mem_w` is 1 for a stored point and 0 for a padding slot. The official
+  replay script puts (delta/2)||theta||^2 only on the first task (no memory
+  yet) and nothing but the replayed CE afterwards; the caller passes
+  delta = 0 after the first task to follow it.
+  """
+  ce = cross_entropy_sum(theta, x, y) / x.shape[0]
+  logp = jax.nn.log_softmax(mem_x @ theta, axis=-1)
+  mem_ce = -jnp.take_along_axis(logp, mem_y[:, None], axis=-1)[:, 0]
+  extra = 0.5 * delta * jnp.sum(theta**2) + jnp.sum(mem_w * mem_ce)
+  return ce + extra / n_new
+
+
+def accuracy(theta, x, y):
+  """Class-incremental accuracy: argmax over all classes, no task mask."""
+  return jnp.mean(jnp.argmax(x @ theta, axis=-1) == y)
+
+
+def kprior_linear(theta, theta_old, memory: Memory, delta):
+  """K-prior of linear regression (squared error, unit noise), theta [d].
+
+  (delta/2)||theta - theta_old||^2 + (1/2) sum_k w_k (u_k^T (theta - theta_old))^2:
+  the memory reproduces the past data's gradient exactly whenever
+  sum_k w_k u_k u_k^T = Phi^T Phi (spec section 2, "why memory can be compact").
+  """
+  diff = theta - theta_old
+  quad = jnp.sum(memory.w * (memory.u @ diff) ** 2) if memory.u.shape[0] else 0
+  return 0.5 * delta * jnp.sum(diff**2) + 0.5 * quad
+
+
+def eigen_memory(phi, rtol: float = 1e-10) -> Memory:
+  """The exact memory of Phi^T Phi: its eigenvectors (unit) and eigenvalues.
+
+  Keeps the eigenpairs above rtol * largest, i.e. rank(Phi) vectors.
+  """
+  lam, vecs = jnp.linalg.eigh(phi.T @ phi)
+  keep = lam > rtol * jnp.max(lam)
+  return Memory(vecs.T[keep], lam[keep])

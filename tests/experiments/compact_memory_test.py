@@ -1,0 +1,143 @@
+"""Compact memory (Jung et al., NeurIPS 2025): smoke run, bad input, file data."""
+
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from configs import compact_memory as config_lib
+from experiments import compact_memory
+from lib import continual
+from lib.core import errors
+from tests.helpers import run_binary
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+  workdir = str(tmp_path_factory.mktemp("cm_smoke"))
+  config = config_lib.get_config("quick,smoke")
+  # Compile-bound: XLA without most optimisations (as the fast_compile fixture).
+  jax.config.update("jax_disable_most_optimizations", True)
+  try:
+    return compact_memory.run(config, workdir), workdir
+  finally:
+    jax.config.update("jax_disable_most_optimizations", False)
+
+
+def test_smoke_results_and_figures(smoke):
+  r, workdir = smoke
+  for name, sizes in (("moons", (1, 2)), ("digits", (2, 5))):
+    res = r[name]
+    assert res["finite"]
+    assert 0 < res["batch"]["mean"] <= 1
+    for method in ("replay", "random_kprior", "compact"):
+      for k in sizes:
+        band = res[method][f"m{k}"]
+        assert 0 <= band["mean"] <= 1 and len(band["seeds"]) == 2
+        assert np.isfinite(band["lo"]) and np.isfinite(band["hi"])
+    for key in ("compact_minus_replay", "compact_minus_random"):
+      assert np.isfinite(res["smallest"][key]["mean"])
+  # Memory % : K (T - 1) / N(tasks 1..T-1); digits tasks hold ~252 points.
+  assert r["digits"]["memory_pct"]["m2"] == pytest.approx(100 * 8 / 1010)
+  for fig in ("accuracy_vs_memory.png", "moons_boundaries.png"):
+    assert os.path.getsize(os.path.join(workdir, fig)) > 1000
+  with open(os.path.join(workdir, "results.json")) as f:
+    assert json.load(f)["digits"]["compact"]["m5"]["mean"] > 0
+  # One metrics row per run (2 seeds x (3 methods x 2 sizes) + 2 batch).
+  rows = [
+    json.loads(line)
+    for line in open(os.path.join(workdir, "digits", "metrics.jsonl"))
+  ]
+  assert {row["run"].split("/", 1)[1] for row in rows if "run" in row} >= {
+    "compact/m5/seed1",
+    "batch/seed0",
+  }
+
+
+def _write(path, features, labels, task_ids):
+  np.savez(path, features=features, labels=labels, task_ids=task_ids)
+  return str(path)
+
+
+def test_labels_outside_class_range():
+  x = np.ones((6, 3))
+  with pytest.raises(errors.ConfigError, match=r"outside \[0, 2\)"):
+    continual.from_arrays(x, [0, 1, 2, 0, 1, 0], [0] * 6, num_classes=2)
+  with pytest.raises(errors.ConfigError, match="outside"):
+    continual.from_arrays(x, [0, 1, -1, 0, 1, 0], [0] * 6)
+
+
+def test_mismatched_lengths_and_non_finite(tmp_path):
+  bad = _write(tmp_path / "bad.npz", np.ones((5, 3)), np.zeros(4), np.zeros(5))
+  with pytest.raises(errors.ShapeError, match="different lengths"):
+    continual.load_feature_file(bad)
+  x = np.ones((5, 3))
+  x[2, 1] = np.nan
+  nan = _write(tmp_path / "nan.npz", x, np.zeros(5, int), np.zeros(5))
+  with pytest.raises(errors.NonFiniteError, match="1 non-finite"):
+    continual.load_feature_file(nan)
+  with pytest.raises(errors.ConfigError, match="does not exist"):
+    continual.load_feature_file(str(tmp_path / "none.npz"))
+
+
+def test_cli_one_line_error_for_a_bad_file(tmp_path):
+  bad = _write(tmp_path / "bad.npz", np.ones((5, 3)), np.zeros(4), np.zeros(5))
+  proc = run_binary(
+    "experiments.compact_memory",
+    "--config=configs/compact_memory.py:quick,smoke",
+    "--config.datasets=('file',)",
+    f"--config.feature_file={bad}",
+    f"--workdir={tmp_path / 'w'}",
+  )
+  assert proc.returncode != 0
+  last = [line for line in proc.stderr.splitlines() if line.strip()][-1]
+  assert last.startswith("error: ") and "different lengths" in last, last
+  assert "Traceback" not in proc.stderr
+
+
+def test_config_errors_name_the_key(tmp_path):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.datasets = ("file",)
+  with pytest.raises(errors.ConfigError, match="feature_file"):
+    compact_memory.run(config, str(tmp_path / "a"))
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.steps_per_task = 15
+  with pytest.raises(errors.ConfigError, match="steps_per_task"):
+    compact_memory.run(config, str(tmp_path / "b"))
+
+
+def test_feature_file_trains(tmp_path):
+  """A user's own features: 2 tasks x 2 classes of separable clusters."""
+  r = np.random.default_rng(0)
+  y = np.repeat([0, 1, 2, 3], 30)
+  x = r.normal(size=(120, 4)) * 0.3 + 2.0 * np.eye(4)[y]
+  path = _write(tmp_path / "f.npz", x, y, y // 2)
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.datasets = ("file",)
+    config.feature_file = path
+    config.file_memory_sizes = (2,)
+    config.methods = ("batch", "compact")
+  with jax.enable_x64(False):
+    res = compact_memory.run(config, str(tmp_path / "w"))["file"]
+  assert res["finite"] and res["batch"]["mean"] > 0.9
+  assert 0 <= res["compact"]["m2"]["mean"] <= 1
+
+
+def test_digits_compact_beats_replay_at_5_per_task(tmp_path, fast_compile):
+  """Spec oracle 5 (soft), seeded: 5 points per task, 200 steps per task."""
+  config = config_lib.get_config("quick")
+  with config.unlocked():
+    config.datasets = ("digits",)
+    config.methods = ("replay", "compact")
+    config.digits.memory_sizes = (5,)
+    config.seeds = 1
+    config.steps_per_task = 200
+    config.train.log_every = 200
+  res = compact_memory.run(config, str(tmp_path))["digits"]
+  compact, replay = res["compact"]["m5"]["mean"], res["replay"]["m5"]["mean"]
+  assert compact > replay + 0.05, (compact, replay)
