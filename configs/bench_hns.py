@@ -3,9 +3,12 @@ r"""HNS benchmark: training (double backprop) and rollout steps/s vs a CNN.
 Run (~1 min on 2 cores):
   python -m experiments.bench_hns --config configs/bench_hns.py \
     --workdir runs/bench_hns
-Variants: (default) the advection setting (n_x 128, batch 32, HNS local FiLM
-  SIREN 32 x 4 ~16K params vs a du/dt CNN 4 x 32 channels ~16K params);
+Variants: (default) the advection setting (n_x 128, batch 32, the official
+  'nf' HNS, 31,776 params, vs a du/dt CNN 4 x 32 channels ~16K params);
   quick: n_x 64; add ',smoke' for a seconds-long run (tests).
+Peer mode (the authors' PyTorch code timed beside ours, same model, weights,
+  batch, loss and AdamW): --config.peer_repo=/path/to/hamiltonian_pdes
+  (needs `pip install torch einops`; not in requirements).
 """
 
 import ml_collections
@@ -23,16 +26,27 @@ def get_config(arg=None):
   config.length = 16.0
   config.dt = 0.02
   config.batch_size = 32
+  # The official 'nf' advection model (lib.pde.hns.OFFICIAL_NF: their
+  # configs/hamiltonian/adv.yaml; 31,776 parameters).
   config.hns = dict(
     width=32,
-    num_layers=4,
+    num_layers=6,
     proj_dim=32,
     kernel_type="nonlinear",
     film="local",
     film_hidden=(32, 32),
     film_kernel_size=3,
     omega0=1.0,
+    concat_u=False,
+    film_per_layer=True,
+    film_gamma_offset=0.0,
+    normalize_x=False,
+    exact_gelu=True,
   )
+  # Peer mode: a checkout of the official code (github anthonyzhou-1/
+  # hamiltonian_pdes) with torch + einops importable (not in requirements):
+  # times their training/rollout step against ours, alternating. "" = off.
+  config.peer_repo = ""
   config.cnn = dict(channels=(32, 32, 32, 32), kernel_size=5)
   config.j_stencil = "central"
   config.train_steps = 50  # steps per timed call (one lax.scan)

@@ -77,9 +77,7 @@ def _time_round_robin(fns, repeats) -> dict:
 
 def _ratio(rounds, slow: str, fast: str) -> tuple[float, float, float]:
   """slow / fast time, paired per round: geometric mean and its t band."""
-  log_ratio = np.log(rounds[slow]) - np.log(rounds[fast])
-  mean, lo, hi = stats_lib.mean_interval(log_ratio)
-  return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))
+  return stats_lib.ratio_interval(rounds[slow], rounds[fast])
 
 
 def bench_size(n, config) -> dict:

@@ -21,6 +21,7 @@ from absl import logging
 
 from experiments import _checks
 from experiments import _cli
+from experiments import _hns_peer
 from lib import pde
 from lib import train as train_lib
 from lib.core import tree as tree_lib
@@ -94,6 +95,8 @@ def check_config(config) -> None:
   _checks.integer(config.cnn.kernel_size, "config.cnn.kernel_size")
   for key in ("train_steps", "rollout_steps", "repeats"):
     _checks.integer(config[key], f"config.{key}")
+  if config.peer_repo:
+    _hns_peer.load(config.peer_repo)  # fails now, in one line, if unusable
 
 
 def run(config, workdir) -> dict:
@@ -122,8 +125,94 @@ def run(config, workdir) -> dict:
     "batch_size": config.batch_size,
     "backend": jax.default_backend(),
   }
+  if config.peer_repo:
+    results["peer"] = bench_peer(config, u, target)
+    logging.info("peer (official PyTorch code): %s", results["peer"])
   train_lib.write_results(workdir, results)
   return results
+
+
+def bench_peer(config, u, target) -> dict:
+  """Ours vs the official code on its 'nf' advection model (peer mode).
+
+  Same architecture (hns.OFFICIAL_NF, their initial weights copied over),
+  batch, grid, trapezoid weights, loss and AdamW; their training and rollout
+  steps alternate with our jitted ones (see experiments/_hns_peer.py).
+  """
+  n, length = config.n_x, config.length
+  grid = pde.Grid(
+    x=jnp.arange(n) * (length / n),
+    dx=length / n,
+    mu=pde.quadrature_weights(n, "trapezoid_endpoints"),
+    length=length,
+  )
+  official = _hns_peer.Official(
+    config.peer_repo, u, target, grid.x, grid.dx, config.seed
+  )
+  model = hns_lib.IntegralKernelFunctional(length=length, **hns_lib.OFFICIAL_NF)
+  params = _hns_peer.flax_params(official.model)
+  loss_fn = solver.relative_l2_loss("hns", model, grid)
+  batch = {"u": u, "target": target}
+  # Parity on one batch before any timing: same loss, same dH/du.
+  ours_loss = float(loss_fn(params, batch, None)[0])
+  their_loss = float(official.loss().detach())
+  ours_grad = jax.vmap(solver.field_map("hns", model, grid), (None, 0))(
+    params, u
+  )
+  their_grad = official.grad_h(official.u).detach().numpy()[..., 0]
+  grad_err = float(
+    np.max(np.abs(np.asarray(ours_grad) - their_grad))
+    / np.max(np.abs(their_grad))
+  )
+  tx = optax.adamw(_hns_peer.LR, weight_decay=_hns_peer.WEIGHT_DECAY)
+  step_fn = train_lib.make_train_step(loss_fn, tx)
+  state0 = train_lib.create_state(params, tx)
+  key = jax.random.key(config.seed)
+
+  @jax.jit
+  def train_chunk(state):
+    def body(s, _):
+      s, m = step_fn(s, batch, key)
+      return s, m["loss"]
+
+    return jax.lax.scan(body, state, None, length=config.train_steps)
+
+  steps = config.train_steps
+  t_ours, t_theirs = _hns_peer.time_alternating(
+    lambda: train_chunk(state0),
+    lambda: official.train(steps),
+    config.repeats,
+  )
+  train = _hns_peer.speedup(t_ours, t_theirs, steps)
+  roll_steps = config.rollout_steps
+  t_ours, t_theirs = _hns_peer.time_alternating(
+    lambda: solver.rollout(
+      "hns",
+      model,
+      params,
+      u,
+      grid,
+      dt=config.dt,
+      num_steps=roll_steps,
+      stencil="central",
+    ),
+    lambda: official.rollout(roll_steps, config.dt),
+    config.repeats,
+  )
+  return {
+    "num_params": int(tree_lib.num_params(params)),
+    "official_num_params": int(
+      sum(p.numel() for p in official.model.parameters())
+    ),
+    "loss_ours": ours_loss,
+    "loss_official": their_loss,
+    "loss_rel_diff": abs(ours_loss - their_loss) / abs(their_loss),
+    "grad_rel_max_err": grad_err,
+    "train": train,
+    "rollout": _hns_peer.speedup(t_ours, t_theirs, roll_steps),
+    "torch_threads": int(official.torch.get_num_threads()),
+    "torch_version": str(official.torch.__version__),
+  }
 
 
 if __name__ == "__main__":

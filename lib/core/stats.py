@@ -32,3 +32,20 @@ def mean_interval(samples, level: float = 0.95):
     / np.sqrt(x.size)
   )
   return mean, mean - half, mean + half
+
+
+def ratio_interval(slow_times, fast_times, level: float = 0.95):
+  """slow / fast, paired per round: geometric mean and its t interval.
+
+  For benchmarks that time two functions in interleaved rounds: the per-round
+  log ratios are the paired samples, so a change of machine load between
+  rounds cancels.
+
+  Returns:
+    (ratio, lo, hi) as floats (exp of `mean_interval` of the log ratios).
+  """
+  log_ratio = np.log(np.asarray(slow_times, np.float64)) - np.log(
+    np.asarray(fast_times, np.float64)
+  )
+  mean, lo, hi = mean_interval(log_ratio, level)
+  return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))

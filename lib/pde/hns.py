@@ -10,11 +10,13 @@ References: Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers through
 Functional Approximation", NeurIPS 2025, Sec. 3, eq. 7, App. B.3.
 """
 
+import functools
 from collections.abc import Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lib.core import errors
 from lib.pde import derivatives
@@ -48,6 +50,21 @@ class IntegralKernelFunctional(nn.Module):
     film_hidden: hidden widths of the FiLM MLP / CNN.
     film_kernel_size: kernel size of the global FiLM CNN.
     omega0: SIREN frequency (the paper uses 1).
+    concat_u: with kernel_type "nonlinear", also feed P_u u_i to the SIREN
+      input (ours); the official code feeds only the coordinate features
+      when FiLM is on and lets u enter through FiLM alone.
+    film_per_layer: one FiLM network per SIREN layer (the official code)
+      instead of one network whose output is split across layers (ours).
+    film_gamma_offset: gamma = offset + raw; ours 1 (FiLM starts near the
+      identity), the official code 0.
+    normalize_x: divide x by `length` before the Fourier lift (ours); the
+      official code lifts raw x, 2 pi (W x + b).
+    exact_gelu: erf GELU in the FiLM network (torch's default, the official
+      code) instead of flax's tanh approximation (ours).
+
+  `OFFICIAL_NF` holds the settings of the official 'nf' model
+  (configs/hamiltonian/adv.yaml of the authors' code: SIREN 32 x (4 + 2)
+  layers, local FiLM [32, 32], proj_dim 32), 31,776 parameters.
   """
 
   length: float
@@ -59,6 +76,11 @@ class IntegralKernelFunctional(nn.Module):
   film_hidden: Sequence[int] = (32, 32)
   film_kernel_size: int = 3
   omega0: float = 1.0
+  concat_u: bool = True
+  film_per_layer: bool = False
+  film_gamma_offset: float = 1.0
+  normalize_x: bool = True
+  exact_gelu: bool = False
 
   def setup_check(self):
     errors.check(
@@ -77,25 +99,41 @@ class IntegralKernelFunctional(nn.Module):
       f"proj_dim must be even, got {self.proj_dim}",
     )
 
-  @nn.compact
   def __call__(self, u, x, mu_dx):
+    """H_theta[u] = sum_i mu_i dx e_i (quadrature of the density)."""
+    return jnp.sum(mu_dx * self.density(u, x))
+
+  @property
+  def pointwise(self) -> bool:
+    """True when e_i depends on u_i alone (no global FiLM CNN)."""
+    return self.film != "global"
+
+  @nn.compact
+  def density(self, u, x):
+    """Energy density e_i = <kappa_theta(x_i, u_i | u), P_u u_i>, [n]."""
     self.setup_check()
     pu = nn.Dense(self.proj_dim, name="lift_u")(u[:, None])  # [n, P]
+    xs = x / self.length if self.normalize_x else x
     freq = nn.Dense(
       self.proj_dim // 2,
       name="lift_x",
       kernel_init=nn.initializers.normal(1.0),
-    )((x / self.length)[:, None])
+    )(xs[:, None])
     h = jnp.concatenate(
       [jnp.cos(2 * jnp.pi * freq), jnp.sin(2 * jnp.pi * freq)], axis=-1
     )
-    if self.kernel_type == "nonlinear":
+    if self.kernel_type == "nonlinear" and (
+      self.concat_u or self.film == "none"
+    ):
       h = jnp.concatenate([h, pu], axis=-1)
     widths = [self.width] * (self.num_layers - 1) + [self.proj_dim]
-    film = None
-    if self.film != "none":
-      film = self._film(pu, sum(2 * w for w in widths))
-    offset = 0
+    films = [None] * len(widths)
+    if self.film != "none" and self.film_per_layer:
+      films = [self._film(pu, 2 * w, f"film{i}_") for i, w in enumerate(widths)]
+    elif self.film != "none":
+      film = self._film(pu, sum(2 * w for w in widths), "film_")
+      splits = np.cumsum([2 * w for w in widths])[:-1]
+      films = jnp.split(film, splits, axis=-1)
     for layer, w in enumerate(widths):
       fan_in = h.shape[-1]
       scale = (
@@ -103,25 +141,44 @@ class IntegralKernelFunctional(nn.Module):
       )
       h = nn.Dense(w, kernel_init=_siren_init(scale), name=f"siren_{layer}")(h)
       h = jnp.sin(self.omega0 * h)
-      if film is not None:
-        # gamma = 1 + raw so that FiLM starts near the identity modulation.
-        gamma = 1.0 + film[:, offset : offset + w]
-        beta = film[:, offset + w : offset + 2 * w]
-        h = gamma * h + beta
-        offset += 2 * w
-    return jnp.sum(mu_dx[:, None] * h * pu)
+      if films[layer] is not None:
+        gamma, beta = jnp.split(films[layer], 2, axis=-1)
+        h = (self.film_gamma_offset + gamma) * h + beta
+    return jnp.sum(h * pu, axis=-1)
 
-  def _film(self, pu, out_dim):
+  def _film(self, pu, out_dim, prefix):
+    gelu = functools.partial(nn.gelu, approximate=not self.exact_gelu)
     if self.film == "local":
       z = pu
       for i, w in enumerate(self.film_hidden):
-        z = nn.gelu(nn.Dense(w, name=f"film_dense_{i}")(z))
-      return nn.Dense(out_dim, name="film_out")(z)
+        z = gelu(nn.Dense(w, name=f"{prefix}dense_{i}")(z))
+      return nn.Dense(out_dim, name=f"{prefix}out")(z)
     z = pu
     k = self.film_kernel_size
     for i, w in enumerate(self.film_hidden):
-      z = nn.gelu(PeriodicConv(w, k, name=f"film_conv_{i}")(z))
-    return PeriodicConv(out_dim, k, name="film_out")(z)
+      z = gelu(PeriodicConv(w, k, name=f"{prefix}conv_{i}")(z))
+    return PeriodicConv(out_dim, k, name=f"{prefix}out")(z)
+
+
+# The official 'nf' advection model (authors' configs/hamiltonian/adv.yaml):
+# hidden_layers 4 + first + last = 6 sine layers of width 32, local FiLM
+# MLP [32, 32, 32, 64] per layer, proj_dim 32, SIREN input = coordinate
+# features only. 6 x 1,056 + 6 x 4,224 + 64 + 32 = 31,776 parameters.
+OFFICIAL_NF = dict(
+  width=32,
+  num_layers=6,
+  proj_dim=32,
+  kernel_type="nonlinear",
+  film="local",
+  film_hidden=(32, 32),
+  film_kernel_size=3,
+  omega0=1.0,
+  concat_u=False,
+  film_per_layer=True,
+  film_gamma_offset=0.0,
+  normalize_x=False,
+  exact_gelu=True,
+)
 
 
 class PeriodicConv(nn.Module):

@@ -36,6 +36,13 @@ def build_model(kind, model_config, length):
       film_hidden=tuple(model_config.film_hidden),
       film_kernel_size=model_config.film_kernel_size,
       omega0=model_config.omega0,
+      # Switches toward the official 'nf' layout (hns.OFFICIAL_NF); absent
+      # keys keep ours.
+      concat_u=model_config.get("concat_u", True),
+      film_per_layer=model_config.get("film_per_layer", False),
+      film_gamma_offset=model_config.get("film_gamma_offset", 1.0),
+      normalize_x=model_config.get("normalize_x", True),
+      exact_gelu=model_config.get("exact_gelu", False),
     )
   if kind in ("derivative_cnn", "next_step_cnn"):
     # Optional J u input channel (see hns.PeriodicCNN); absent key: u only.

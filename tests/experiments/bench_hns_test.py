@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from configs import bench_hns as config_lib
 from experiments import bench_hns
@@ -21,3 +22,21 @@ def test_smoke_writes_ratios(tmp_path, fast_compile):
   )
   with open(tmp_path / "results.json") as f:
     assert set(json.load(f)["ratios"]) == set(ratios)
+
+
+def test_default_model_is_the_official_nf_layout():
+  from lib.pde import hns
+
+  config = config_lib.get_config("paper")
+  assert dict(config.hns) == {**hns.OFFICIAL_NF, "film_hidden": (32, 32)}
+  assert config.peer_repo == ""  # peer mode is opt-in
+
+
+def test_peer_repo_that_is_not_the_official_code_fails_in_one_line(tmp_path):
+  from lib.core import errors
+
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config.peer_repo = str(tmp_path)
+  with pytest.raises(errors.ConfigError, match="config.peer_repo"):
+    bench_hns.check_config(config)

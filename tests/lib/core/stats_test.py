@@ -18,3 +18,14 @@ def test_mean_interval_without_a_spread_is_nan():
   assert math.isnan(stats.mean_interval([0.5])[1])
   assert math.isnan(stats.mean_interval([0.5, math.inf])[2])
   assert all(math.isnan(v) for v in stats.mean_interval([]))
+
+
+def test_ratio_interval_is_the_geometric_mean_of_paired_ratios():
+  # Rounds whose load doubles every round: the paired ratio is exactly 3.
+  fast = np.array([1.0, 2.0, 4.0, 8.0])
+  ratio, lo, hi = stats.ratio_interval(3.0 * fast, fast)
+  np.testing.assert_allclose([ratio, lo, hi], [3.0, 3.0, 3.0], rtol=1e-12)
+  # Ratios 2 and 8: geometric mean 4 (not the arithmetic 5), band around it.
+  ratio, lo, hi = stats.ratio_interval([2.0, 8.0], [1.0, 1.0])
+  np.testing.assert_allclose(ratio, 4.0, rtol=1e-12)
+  assert lo < 4.0 < hi

@@ -227,3 +227,47 @@ def test_cnn_derivative_channel_is_j_u(stencil):
       k = 2 * jnp.pi / 4.0
       analytic = k * jnp.cos(k * g.x) - 1.5 * k * jnp.sin(3 * k * g.x)
       np.testing.assert_allclose(out, analytic, atol=1e-10)
+
+
+def test_official_nf_layout_has_the_official_parameter_count():
+  # adv.yaml 'nf': 6 sine layers 32 -> 32 (6 x 1,056), one FiLM MLP
+  # 32 -> 32 -> 32 -> 64 per layer (6 x 4,224), lifts 1 -> 32 and 1 -> 16.
+  expected = 6 * (32 * 32 + 32) + 6 * (2 * (32 * 32 + 32) + 32 * 64 + 64)
+  expected += 2 * 32 + 2 * 16
+  assert expected == 31_776
+  model = pde.IntegralKernelFunctional(length=16.0, **pde.hns.OFFICIAL_NF)
+  grid = pde.interval_grid(16, 0.0, 16.0)
+  params = model.init(jax.random.key(0), grid.x, grid.x, grid.mu * grid.dx)
+  assert sum(p.size for p in jax.tree.leaves(params)) == expected
+  # The SIREN sees the 32 coordinate features only; u enters through FiLM.
+  assert params["params"]["siren_0"]["kernel"].shape == (32, 32)
+
+
+@pytest.mark.parametrize("film_per_layer", [False, True])
+def test_ikf_is_the_quadrature_of_its_density(film_per_layer):
+  model = pde.IntegralKernelFunctional(
+    length=4.0,
+    width=8,
+    num_layers=3,
+    proj_dim=8,
+    film_hidden=(8,),
+    film_per_layer=film_per_layer,
+  )
+  grid = pde.periodic_grid(12, 4.0)
+  u = jnp.sin(2 * jnp.pi * grid.x / 4.0)
+  mu_dx = grid.mu * grid.dx
+  params = model.init(jax.random.key(1), u, grid.x, mu_dx)
+  e = model.apply(params, u, grid.x, method=model.density)
+  h = model.apply(params, u, grid.x, mu_dx)
+  np.testing.assert_allclose(h, jnp.sum(mu_dx * e), rtol=1e-6)
+  # Local FiLM: e_i depends on u_i alone, so dH/du_i / (mu_i dx) = de_i/du_i.
+  assert model.pointwise
+  de = jax.jvp(
+    lambda v: model.apply(params, v, grid.x, method=model.density),
+    (u,),
+    (jnp.ones_like(u),),
+  )[1]
+  fd = pde.functional_derivative(
+    lambda v: model.apply(params, v, grid.x, mu_dx), u, mu_dx
+  )
+  np.testing.assert_allclose(fd, de, rtol=1e-4, atol=1e-5)
