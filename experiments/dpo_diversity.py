@@ -1,0 +1,367 @@
+"""DPO with diverse values: the samples-per-value law Q*(K) (Im & Li, NeurIPS 2025).
+
+"Can DPO Learn Diverse Human Values? A Theoretical Scaling Law" (Shawn Im,
+Sharon Li; arXiv 2408.03459): with preferences drawn from K value clusters,
+last-layer DPO keeps its generalisation error fixed only if the number of
+samples per value grows as Q = Theta(log K). The CPU reproduction (spec
+section 4): synthetic value clusters (`lib.alignment.data`), the last-layer
+policy logits = W g with W trained from W_ref by full-batch GD or Adam on the
+DPO loss for a fixed T steps; for every K, seed and Q the test reward
+accuracy; Q*(K) = the smallest Q reaching `target_accuracy` (interpolated on
+log Q between grid points); fits Q* = a + b log K and Q* = a' + b' K per seed.
+
+Each (optimizer, K) is one `lib.train.train` run whose state stacks every
+(seed, Q) pair (vmapped; Q < Q_max masks the rows past Q of each cluster, so
+the Q's of one seed are nested subsets of one draw). Reruns resume.
+
+Run: python -m experiments.dpo_diversity --config configs/dpo_diversity.py:quick \
+  --workdir runs/dpo_diversity
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import logging
+
+from experiments import _checks
+from experiments import _cli
+from lib import alignment
+from lib import train as train_lib
+from lib.core import errors
+from lib.core import stats
+
+OPTIMIZERS = ("gd", "adam")
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.integers(config.num_clusters, "config.num_clusters")
+  _checks.integers(config.per_cluster, "config.per_cluster")
+  errors.check(
+    list(config.per_cluster) == sorted(set(config.per_cluster)),
+    errors.ConfigError,
+    f"config.per_cluster must be strictly increasing, got {config.per_cluster}",
+  )
+  errors.check(
+    config.fixed_q in config.per_cluster,
+    errors.ConfigError,
+    f"config.fixed_q={config.fixed_q} is not in config.per_cluster",
+  )
+  _checks.integer(config.dim, "config.dim", minimum=2)
+  _checks.integer(config.vocab, "config.vocab", minimum=2)
+  _checks.integer(config.test_per_cluster, "config.test_per_cluster")
+  _checks.integer(config.seeds, "config.seeds")
+  for key in ("mean_scale", "noise", "ref_scale", "gd_lr", "adam_lr"):
+    _checks.number(config[key], f"config.{key}", at_least=0)
+  try:
+    alignment.check_beta(config.beta)
+  except errors.ConfigError as e:
+    raise errors.ConfigError(f"config.beta: {e}") from None
+  _checks.one_of(config.loss, alignment.LOSSES, "config.loss")
+  _checks.names(config.optimizers, OPTIMIZERS, "config.optimizers")
+  _checks.fraction(config.target_accuracy, "config.target_accuracy")
+
+
+def _optimizer(config, name):
+  if name == "gd":
+    return optax.sgd(config.gd_lr)
+  return optax.adam(config.adam_lr)
+
+
+def make_data(config, num_clusters: int) -> dict:
+  """Train [S, K*Q_max] and test [S, K*n_test] pairs, one geometry per seed."""
+  qmax = max(config.per_cluster)
+
+  def one(seed):
+    key = jax.random.fold_in(jax.random.key(config.train.seed), seed)
+    k_geo, k_train, k_test, k_ref = jax.random.split(key, 4)
+    mu, nu = alignment.cluster_geometry(
+      k_geo, num_clusters, config.dim, config.mean_scale
+    )
+    train = alignment.sample_pairs(k_train, mu, nu, qmax, config.noise)
+    test = alignment.sample_pairs(
+      k_test, mu, nu, config.test_per_cluster, config.noise
+    )
+    w_ref = config.ref_scale * jax.random.normal(
+      k_ref, (config.vocab, config.dim)
+    )
+    return train, test, w_ref
+
+  train, test, w_ref = jax.vmap(one)(jnp.arange(config.seeds))
+  masks = jnp.stack(
+    [alignment.first_q_mask(num_clusters, qmax, q) for q in config.per_cluster]
+  )
+  return {"train": train, "test": test, "w_ref": w_ref, "masks": masks}
+
+
+def train_k(config, optimizer: str, num_clusters: int, workdir: str):
+  """Test accuracy [S, len(Q)] after T steps, for one optimizer and K."""
+  data = make_data(config, num_clusters)
+  # Inputs checked once on the host: width, distinct tokens, ids in range.
+  alignment.check_pairs(
+    data["w_ref"][0],
+    data["train"]["g"][0],
+    data["train"]["y_w"][0],
+    data["train"]["y_l"][0],
+  )
+  tx = _optimizer(config, optimizer)
+  s, nq = config.seeds, len(config.per_cluster)
+  beta, kind = float(config.beta), config.loss
+
+  def per_run_loss(w, w_ref, train, mask):
+    return alignment.loss(
+      w, w_ref, train["g"], train["y_w"], train["y_l"], beta, kind, mask
+    )
+
+  def init_fn(key):
+    del key
+    w = jnp.repeat(data["w_ref"][:, None], nq, axis=1)  # [S, Q, V, d]
+    return {"w": w, "opt": jax.vmap(jax.vmap(tx.init))(w)}
+
+  def step_fn(state, d, key, step):
+    del key, step
+
+    def one_seed(w_q, opt_q, w_ref, train):
+      def one_q(w, opt, mask):
+        value, grad = jax.value_and_grad(per_run_loss)(w, w_ref, train, mask)
+        updates, opt = tx.update(grad, opt, w)
+        return optax.apply_updates(w, updates), opt, value, grad
+
+      return jax.vmap(one_q)(w_q, opt_q, d["masks"])
+
+    w, opt, value, grad = jax.vmap(one_seed)(
+      state["w"], state["opt"], d["w_ref"], d["train"]
+    )
+    grad_norm = jnp.sqrt(jnp.sum(grad**2, axis=(-2, -1)))
+    return {"w": w, "opt": opt}, {
+      "loss": value.reshape(-1),
+      "grad_norm": grad_norm.reshape(-1),
+    }
+
+  def accuracy(w, d):
+    def one_seed(w_q, w_ref, test):
+      acc = lambda w1: alignment.reward_accuracy(
+        w1, w_ref, test["g"], test["y_w"], test["y_l"], beta
+      )
+      return jax.vmap(acc)(w_q)
+
+    return jax.vmap(one_seed)(w, d["w_ref"], d["test"])
+
+  def eval_fn(state, d):
+    return {"test_accuracy": accuracy(state["w"], d).reshape(-1)}
+
+  runs = [f"seed{i}/q{q}" for i in range(s) for q in config.per_cluster]
+  state, _ = train_lib.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=config.train,
+    data=data,
+    eval_fn=eval_fn,
+    name=os.path.basename(os.path.dirname(workdir))
+    + "/"
+    + os.path.basename(workdir),
+    runs=runs,
+  )
+  return np.asarray(accuracy(state["w"], data))
+
+
+def q_star(per_cluster, accuracy, target: float) -> float:
+  """Smallest Q with accuracy >= target, interpolated on log Q.
+
+  Between the last grid point below the target and the first at or above it,
+  log Q is interpolated linearly in accuracy. NaN when no Q reaches it.
+  """
+  q = np.asarray(per_cluster, np.float64)
+  acc = np.asarray(accuracy, np.float64)
+  hit = np.flatnonzero(acc >= target)
+  if hit.size == 0:
+    return float("nan")
+  j = int(hit[0])
+  if j == 0:
+    return float(q[0])
+  a0, a1 = acc[j - 1], acc[j]
+  t = (target - a0) / (a1 - a0) if a1 > a0 else 1.0
+  return float(np.exp(np.log(q[j - 1]) + t * (np.log(q[j]) - np.log(q[j - 1]))))
+
+
+def fit_law(ks, qs) -> dict:
+  """Least-squares fits Q = a + b log K and Q = a' + b' K on finite points."""
+  ks, qs = np.asarray(ks, np.float64), np.asarray(qs, np.float64)
+  ok = np.isfinite(qs)
+  if ok.sum() < 3:
+    nan = float("nan")
+    return {
+      "a": nan,
+      "b": nan,
+      "a_lin": nan,
+      "b_lin": nan,
+      "sse_log": nan,
+      "sse_lin": nan,
+      "points": int(ok.sum()),
+    }
+  out = {"points": int(ok.sum())}
+  for name, feature in (("log", np.log(ks[ok])), ("lin", ks[ok])):
+    design = np.stack([np.ones_like(feature), feature], axis=1)
+    coef, *_ = np.linalg.lstsq(design, qs[ok], rcond=None)
+    sse = float(np.sum((design @ coef - qs[ok]) ** 2))
+    suffix = "" if name == "log" else "_lin"
+    out[f"a{suffix}"], out[f"b{suffix}"] = float(coef[0]), float(coef[1])
+    out[f"sse_{name}"] = sse
+  return out
+
+
+def _band(values) -> dict:
+  mean, lo, hi = stats.mean_interval(values)
+  return {"mean": mean, "lo": lo, "hi": hi, "seeds": [float(v) for v in values]}
+
+
+def summarize(config, acc: dict) -> dict:
+  """acc[opt][K] = [S, len(Q)] -> Q*, fits with seed bands, K trend."""
+  ks = list(config.num_clusters)
+  iq = list(config.per_cluster).index(config.fixed_q)
+  out = {}
+  for opt, by_k in acc.items():
+    stars = np.array(
+      [
+        [
+          q_star(config.per_cluster, by_k[k][s], config.target_accuracy)
+          for k in ks
+        ]
+        for s in range(config.seeds)
+      ]
+    )  # [S, K]
+    fits = [fit_law(ks, stars[s]) for s in range(config.seeds)]
+    at_q = np.array([by_k[k][:, iq] for k in ks])  # [K, S]
+    mean_k = at_q.mean(axis=1)
+    out[opt] = {
+      "accuracy_mean": {
+        f"K{k}": [float(v) for v in by_k[k].mean(0)] for k in ks
+      },
+      "q_star": {f"K{k}": _band(stars[:, i]) for i, k in enumerate(ks)},
+      "q_star_reached_all": bool(np.all(np.isfinite(stars))),
+      "fit_a": _band([f["a"] for f in fits]),
+      "fit_b": _band([f["b"] for f in fits]),
+      "fit_b_lin": _band([f["b_lin"] for f in fits]),
+      "sse_lin_minus_log": _band([f["sse_lin"] - f["sse_log"] for f in fits]),
+      "accuracy_at_fixed_q": {
+        f"K{k}": _band(at_q[i]) for i, k in enumerate(ks)
+      },
+      "first_minus_last_k": _band(at_q[0] - at_q[-1]),
+      # Largest rise of the seed-mean accuracy from one K to the next
+      # (<= 0 when non-increasing).
+      "max_rise_in_k": float(np.max(np.diff(mean_k))) if len(ks) > 1 else 0.0,
+    }
+  return out
+
+
+def figures(workdir, config, acc, summary) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  opts = list(acc)
+  fig, axes = plt.subplots(
+    1, len(opts), figsize=(5 * len(opts), 3.6), squeeze=False
+  )
+  for ax, opt in zip(axes[0], opts):
+    for k in config.num_clusters:
+      ax.semilogx(
+        config.per_cluster,
+        acc[opt][k].mean(0),
+        marker="o",
+        ms=3,
+        label=f"K={k}",
+      )
+    ax.axhline(config.target_accuracy, color="gray", ls=":", lw=1)
+    ax.set(
+      xlabel="Q (pairs per value)",
+      ylabel="test reward accuracy",
+      title=f"last-layer DPO, {opt}, T={config.train.num_steps}",
+    )
+    ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "accuracy_vs_q.png"), dpi=120)
+  plt.close(fig)
+
+  fig, axes = plt.subplots(
+    1, len(opts), figsize=(5 * len(opts), 3.6), squeeze=False
+  )
+  ks = np.asarray(config.num_clusters, np.float64)
+  grid = np.geomspace(ks.min(), ks.max(), 100)
+  for ax, opt in zip(axes[0], opts):
+    s = summary[opt]
+    mean = np.array([s["q_star"][f"K{int(k)}"]["mean"] for k in ks])
+    ax.plot(np.log(ks), mean, "ko", label="Q* (seed mean)")
+    ax.plot(
+      np.log(grid),
+      s["fit_a"]["mean"] + s["fit_b"]["mean"] * np.log(grid),
+      label="a + b log K",
+    )
+    lin = fit_law(ks, mean)
+    ax.plot(
+      np.log(grid),
+      lin["a_lin"] + lin["b_lin"] * grid,
+      ls="--",
+      label="a' + b' K",
+    )
+    ax.set(
+      xlabel="log K",
+      ylabel=f"Q* (accuracy {config.target_accuracy})",
+      title=opt,
+    )
+    ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "qstar_vs_logk.png"), dpi=120)
+  plt.close(fig)
+
+
+def run(config, workdir) -> dict:
+  check_config(config)
+  train_lib.prepare_run(workdir, config)
+  acc = {}
+  sweep = train_lib.Sweep(
+    len(config.optimizers) * len(config.num_clusters), name="dpo_diversity"
+  )
+  for opt in config.optimizers:
+    acc[opt] = {}
+    for k in config.num_clusters:
+      with sweep.run(f"{opt} K={k}"):
+        acc[opt][k] = train_k(
+          config, opt, k, os.path.join(workdir, opt, f"K{k}")
+        )
+  summary = summarize(config, acc)
+  for opt in config.optimizers:
+    s = summary[opt]
+    logging.info(
+      "%s: Q* = %s; b (log K) = %.3g [%.3g, %.3g]",
+      opt,
+      {k: round(v["mean"], 2) for k, v in s["q_star"].items()},
+      s["fit_b"]["mean"],
+      s["fit_b"]["lo"],
+      s["fit_b"]["hi"],
+    )
+  figures(workdir, config, acc, summary)
+  results = {
+    **summary,
+    "finite": bool(
+      all(
+        np.all(np.isfinite(a)) for by_k in acc.values() for a in by_k.values()
+      )
+    ),
+    "setting": {
+      "num_clusters": list(config.num_clusters),
+      "per_cluster": list(config.per_cluster),
+      "target_accuracy": config.target_accuracy,
+      "steps": config.train.num_steps,
+    },
+  }
+  return train_lib.write_results(workdir, results)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

@@ -1,0 +1,27 @@
+"""Preference learning: DPO / IPO / SLiC losses and last-layer DPO dynamics.
+
+Modules:
+- `dpo`: preference losses on log-probabilities, the last-layer policy
+  (logits = W g(x), frozen g, reference head W_ref), reward margins through
+  log-softmax and through the exact single-token identity, and the exact
+  one-step GD margin update.
+- `data`: synthetic value clusters (K concepts, Q pairs each).
+
+Reference: Im & Li, "Can DPO Learn Diverse Human Values? A Theoretical Scaling
+Law", NeurIPS 2025 (arXiv 2408.03459); official code shawn-im/dpo-diverse.
+"""
+
+from lib.alignment.data import cluster_geometry
+from lib.alignment.data import first_q_mask
+from lib.alignment.data import sample_pairs
+from lib.alignment.dpo import LOSSES
+from lib.alignment.dpo import check_beta
+from lib.alignment.dpo import check_pairs
+from lib.alignment.dpo import closed_form_margins
+from lib.alignment.dpo import gd_margin_update
+from lib.alignment.dpo import log_ratio_difference
+from lib.alignment.dpo import loss
+from lib.alignment.dpo import margins
+from lib.alignment.dpo import preference_loss
+from lib.alignment.dpo import reward_accuracy
+from lib.alignment.dpo import token_logprobs

@@ -1,0 +1,64 @@
+"""Synthetic value clusters for last-layer DPO (Im & Li, NeurIPS 2025, Sec. 3).
+
+K "values" (concepts), each a Gaussian cluster of frozen embeddings: cluster
+k has a mean mu_k (a random unit vector times `mean_scale`) and a preference
+direction nu_k (unit, orthogonal to mu_k); a sample is
+
+  g = mu_k + b nu_k + noise * eps,   b = +-1,
+
+and b decides which of two tokens ("Yes" = 0, "No" = 1) is preferred. The
+other V - 2 tokens are distractors no pair uses. This is the paper's model of
+diverse preferences as a mixture of clusters (spec: extended_papers.md 4).
+"""
+
+import jax
+import jax.numpy as jnp
+
+from lib.core import errors
+
+
+def cluster_geometry(key, num_clusters: int, dim: int, mean_scale: float = 3.0):
+  """Cluster means mu [K, d] (norm mean_scale) and unit nu [K, d] _|_ mu."""
+  errors.check(
+    num_clusters >= 1 and dim >= 2,
+    errors.ConfigError,
+    f"need >= 1 cluster and width >= 2, got K={num_clusters}, d={dim}",
+  )
+  k_mu, k_nu = jax.random.split(key)
+  mu = jax.random.normal(k_mu, (num_clusters, dim))
+  mu = mu / jnp.linalg.norm(mu, axis=-1, keepdims=True)
+  nu = jax.random.normal(k_nu, (num_clusters, dim))
+  nu = nu - jnp.sum(nu * mu, axis=-1, keepdims=True) * mu
+  nu = nu / jnp.linalg.norm(nu, axis=-1, keepdims=True)
+  return mean_scale * mu, nu
+
+
+def sample_pairs(key, mu, nu, per_cluster: int, noise: float = 0.5):
+  """Q pairs per cluster: embeddings g [K*Q, d], tokens y_w, y_l, clusters.
+
+  Samples are laid out cluster-major (cluster k owns rows k*Q .. k*Q+Q-1),
+  so the first q of each block are a nested subset of the Q drawn.
+  """
+  num_clusters, dim = mu.shape
+  k_b, k_eps = jax.random.split(key)
+  b = jax.random.rademacher(k_b, (num_clusters, per_cluster)).astype(mu.dtype)
+  eps = jax.random.normal(k_eps, (num_clusters, per_cluster, dim), mu.dtype)
+  g = mu[:, None] + b[..., None] * nu[:, None] + noise * eps
+  y_w = jnp.where(b > 0, 0, 1).astype(jnp.int32)
+  cluster = jnp.broadcast_to(
+    jnp.arange(num_clusters)[:, None], (num_clusters, per_cluster)
+  )
+  flat = lambda a: a.reshape((num_clusters * per_cluster,) + a.shape[2:])
+  return {
+    "g": flat(g),
+    "y_w": flat(y_w),
+    "y_l": flat(1 - y_w),
+    "cluster": flat(cluster),
+  }
+
+
+def first_q_mask(num_clusters: int, per_cluster_max: int, q):
+  """Mask [K * Q_max] keeping the first q samples of every cluster block."""
+  pos = jnp.arange(per_cluster_max)
+  keep = (pos < q).astype(jnp.float32)
+  return jnp.tile(keep, num_clusters)

@@ -1,0 +1,146 @@
+"""Preference losses (DPO, IPO, SLiC) and the last-layer DPO model and dynamics.
+
+Im & Li, "Can DPO Learn Diverse Human Values? A Theoretical Scaling Law"
+(NeurIPS 2025; arXiv 2408.03459, "On the Generalization of Preference
+Learning with DPO"). The policy's logits are W g(x): g is a frozen final
+embedding, only the unembedding W [V, d] trains, starting from W_ref. The
+paper follows each sample's reward margin
+
+  r = beta [log pi_W(y_w|x)/pi_ref(y_w|x) - log pi_W(y_l|x)/pi_ref(y_l|x)]
+
+through finitely many gradient steps. For single-token responses the
+log-partitions cancel and the margin is linear in W,
+
+  r = beta (e_w - e_l)^T (W - W_ref) g,                       (margin identity)
+
+so one full-batch GD step of size eta on the mean DPO loss moves every margin
+exactly by
+
+  dr_j = (eta beta^2 / N) sum_i sigma(-r_i) <e_j, e_i> <g_j, g_i>,   e = e_w - e_l
+
+(the discrete form of the paper's trajectory analysis; exact for GD, not for
+Adam). `margins` computes r through log-softmax (what a model gives),
+`closed_form_margins` through the identity, `gd_margin_update` the step.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lib.core import errors
+
+LOSSES = ("dpo", "ipo", "slic")
+
+
+def log_ratio_difference(logp_w, logp_l, ref_logp_w, ref_logp_l):
+  """h = (log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l))."""
+  return (logp_w - ref_logp_w) - (logp_l - ref_logp_l)
+
+
+def preference_loss(h, beta: float, kind: str = "dpo"):
+  """Per-pair loss of the log-ratio difference h (policy vs reference).
+
+  dpo: -log sigma(beta h) (Rafailov et al. 2023).
+  ipo: (h - 1 / (2 beta))^2 (Azar et al. 2024; beta plays tau).
+  slic: max(0, 1 - beta h), the calibration hinge of SLiC-HF (Zhao et al.
+    2023) on the reference-normalised margin, as TRL's "hinge" loss.
+
+  Raises:
+    ConfigError: beta <= 0 or an unknown kind.
+  """
+  check_beta(beta)
+  if kind == "dpo":
+    return -jax.nn.log_sigmoid(beta * h)
+  if kind == "ipo":
+    return (h - 1.0 / (2.0 * beta)) ** 2
+  if kind == "slic":
+    return jax.nn.relu(1.0 - beta * h)
+  raise errors.ConfigError(f"unknown loss {kind!r}; expected one of {LOSSES}")
+
+
+def check_beta(beta) -> None:
+  errors.check(
+    np.ndim(beta) == 0 and float(beta) > 0,
+    errors.ConfigError,
+    f"beta must be a number > 0, got {beta!r}",
+  )
+
+
+def check_pairs(w, g, y_w, y_l) -> None:
+  """One-line errors for a head/embedding mismatch or y_w == y_l (host side)."""
+  errors.check(
+    np.ndim(w) == 2,
+    errors.ShapeError,
+    f"the head W must be [vocab, width], got shape {np.shape(w)}",
+  )
+  errors.check(
+    np.shape(g)[-1] == np.shape(w)[1],
+    errors.ShapeError,
+    f"embedding width {np.shape(g)[-1]} does not match the head's width "
+    f"{np.shape(w)[1]} (W is {np.shape(w)})",
+  )
+  y_w, y_l = np.asarray(y_w), np.asarray(y_l)
+  same = int(np.sum(y_w == y_l))
+  errors.check(
+    same == 0,
+    errors.ShapeError,
+    f"{same} preference pair(s) have the same preferred and rejected token "
+    f"(first at index {int(np.argmax(y_w == y_l)) if same else -1})",
+  )
+  vocab = np.shape(w)[0]
+  bad = (y_w < 0) | (y_w >= vocab) | (y_l < 0) | (y_l >= vocab)
+  errors.check(
+    not bool(np.any(bad)),
+    errors.ShapeError,
+    f"token ids must lie in [0, {vocab}); {int(np.sum(bad))} pair(s) do not",
+  )
+
+
+def token_logprobs(w, g, y):
+  """log pi_W(y | x) = log_softmax(W g)[y] for rows g [N, d], tokens y [N]."""
+  logp = jax.nn.log_softmax(g @ w.T, axis=-1)
+  return jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
+
+
+def margins(w, w_ref, g, y_w, y_l, beta):
+  """Reward margins r [N] of the last-layer policy, through log-softmax."""
+  h = log_ratio_difference(
+    token_logprobs(w, g, y_w),
+    token_logprobs(w, g, y_l),
+    token_logprobs(w_ref, g, y_w),
+    token_logprobs(w_ref, g, y_l),
+  )
+  return beta * h
+
+
+def closed_form_margins(w, w_ref, g, y_w, y_l, beta):
+  """beta (e_w - e_l)^T (W - W_ref) g: the margin identity (single token)."""
+  dw = w - w_ref
+  return beta * jnp.sum((dw[y_w] - dw[y_l]) * g, axis=-1)
+
+
+def loss(w, w_ref, g, y_w, y_l, beta, kind: str = "dpo", mask=None):
+  """Mean preference loss over the pairs (mask: weights, e.g. padding 0/1)."""
+  r = margins(w, w_ref, g, y_w, y_l, beta)
+  per = preference_loss(r / beta, beta, kind)
+  if mask is None:
+    return jnp.mean(per)
+  return jnp.sum(mask * per) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def gd_margin_update(r, g, y_w, y_l, beta, lr, vocab: int):
+  """Exact change of every margin after one GD step on the mean DPO loss.
+
+  dr_j = (lr beta^2 / N) sum_i sigma(-r_i) <e_j, e_i> <g_j, g_i>.
+  """
+  e = jax.nn.one_hot(y_w, vocab) - jax.nn.one_hot(y_l, vocab)
+  kernel = (e @ e.T) * (g @ g.T)
+  return lr * beta**2 / r.shape[0] * kernel @ jax.nn.sigmoid(-r)
+
+
+def reward_accuracy(w, w_ref, g, y_w, y_l, beta, mask=None):
+  """Fraction of pairs with a positive margin (the paper's 0-1 criterion)."""
+  right = (margins(w, w_ref, g, y_w, y_l, beta) > 0).astype(g.dtype)
+  if mask is None:
+    return jnp.mean(right)
+  return jnp.sum(mask * right) / jnp.maximum(jnp.sum(mask), 1.0)

@@ -1,0 +1,69 @@
+"""dpo_diversity: smoke run, the Q* interpolation and fits, config errors."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from configs import dpo_diversity as config_lib
+from experiments import dpo_diversity as ex
+from experiments.claims import dpo_diversity as claims
+from lib.core import errors
+
+
+def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
+  config = config_lib.get_config("quick,smoke")
+  r = ex.run(config, str(tmp_path))
+  assert r["finite"]
+  for opt in config.optimizers:
+    acc = r[opt]["accuracy_mean"]
+    assert set(acc) == {f"K{k}" for k in config.num_clusters}
+    assert all(0.0 <= a <= 1.0 for v in acc.values() for a in v)
+  for name in ("accuracy_vs_q.png", "qstar_vs_logk.png", "results.json"):
+    assert os.path.exists(tmp_path / name)
+  with open(tmp_path / "results.json") as f:
+    saved = json.load(f)
+  for c in claims.CLAIMS:  # every claim's key exists in the results
+    node = saved
+    for part in c.metric.split("."):
+      node = node[part]
+
+
+def test_q_star_interpolates_on_log_q():
+  q = [1, 2, 4, 8]
+  assert ex.q_star(q, [0.5, 0.6, 0.8, 0.9], 0.5) == 1.0
+  # Halfway in accuracy between Q = 2 (0.6) and Q = 4 (0.8): sqrt(2 * 4).
+  np.testing.assert_allclose(
+    ex.q_star(q, [0.5, 0.6, 0.8, 0.9], 0.7), math.sqrt(8)
+  )
+  assert math.isnan(ex.q_star(q, [0.5, 0.6, 0.7, 0.72], 0.75))
+
+
+def test_fit_law_recovers_exact_laws():
+  ks = np.array([1, 2, 4, 8, 16])
+  log_law = ex.fit_law(ks, 3.0 + 2.0 * np.log(ks))
+  np.testing.assert_allclose([log_law["a"], log_law["b"]], [3.0, 2.0])
+  assert log_law["sse_lin"] - log_law["sse_log"] > 0
+  lin_law = ex.fit_law(ks, 1.0 + 0.5 * ks)
+  np.testing.assert_allclose([lin_law["a_lin"], lin_law["b_lin"]], [1.0, 0.5])
+  assert lin_law["sse_lin"] - lin_law["sse_log"] < 0
+  assert math.isnan(ex.fit_law(ks, [1.0, np.nan, np.nan, np.nan, 2.0])["b"])
+
+
+@pytest.mark.parametrize(
+  "key, value, match",
+  [
+    ("beta", 0.0, "config.beta"),
+    ("fixed_q", 3, "config.fixed_q"),
+    ("loss", "kto", "config.loss"),
+    ("per_cluster", (4, 2), "strictly increasing"),
+  ],
+)
+def test_config_errors_name_the_key(key, value, match):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config[key] = value
+  with pytest.raises(errors.ConfigError, match=match):
+    ex.check_config(config)
