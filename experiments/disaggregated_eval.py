@@ -1,0 +1,271 @@
+"""Disaggregated evaluation under a causal lens (Pfohl et al., NeurIPS 2025).
+
+"Understanding challenges to the interpretation of disaggregated evaluations
+of algorithmic fairness" (arXiv 2506.04193): a Bayes-optimal model is
+generally unequal across groups when P(X), P(Y) or P(Y|X) differ by group;
+pair disaggregated metrics with causal assumptions and weighted comparisons.
+For every named setting of the paper's simulators (`lib.evaluation`), on a
+held-out evaluation set:
+
+- models: f(X, A) (the DGP's closed-form P(Y | X, A) in the causal family;
+  logistic regression on polynomial features x A otherwise) and the
+  group-agnostic f(X) (logistic regression on polynomial features of X);
+- per group and metric: the unweighted disparity (group 1 - group 0) and
+  T_a(V) = metric(group a) - metric(population weighted by P(A=a | V)) for
+  V in {X, Y, R = logit f(X, A)}, P(A | V) by logistic regression;
+- the relative comparison f(X, A) - f(X) per group (paired);
+- calibration-in-the-large per group, unweighted and with 1/P(S | .) weights
+  (selection settings);
+- 95 % percentile-bootstrap intervals over evaluation rows (P(A | V) fitted
+  once on the full evaluation set, not refitted per resample [ours]).
+
+No training loop runs here (closed-form and Newton-fitted models), so the
+experiment is one jitted evaluation per setting; results.json holds every
+number, `forest.png` the statistics with their intervals per setting.
+
+Run: python -m experiments.disaggregated_eval \
+  --config configs/disaggregated_eval.py:quick --workdir runs/disaggregated_eval
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+
+from experiments import _checks
+from experiments import _cli
+from lib import evaluation as ev
+from lib import train as train_lib
+from lib.core import errors
+
+GROUPS = (0, 1)
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.names(config.settings, tuple(ev.SETTINGS), "config.settings")
+  for key in ("n_train", "n_eval"):
+    _checks.integer(config[key], f"config.{key}", minimum=100)
+  _checks.integer(config.resamples, "config.resamples", minimum=2)
+  _checks.fraction(config.level, "config.level")
+  _checks.fraction(config.threshold, "config.threshold")
+  _checks.integer(config.degree, "config.degree")
+  _checks.number(config.margin, "config.margin", above=0)
+  for role in ("score", "label", "group"):
+    errors.check(
+      not config.csv_path or bool(config.csv_columns[role]),
+      errors.ConfigError,
+      f"config.csv_columns.{role} must name a column of config.csv_path",
+    )
+
+
+def _x_features(x, degree):
+  return ev.polynomial_features(x, degree)
+
+
+def _xa_features(x, a, degree):
+  f = ev.polynomial_features(x, degree)
+  return jnp.concatenate([f, f * a[:, None].astype(f.dtype)], axis=-1)
+
+
+def draw(config, name, key):
+  """(train, eval) dicts of one setting; selection keeps selected rows."""
+  st = ev.setting(name)
+  k_train, k_eval = jax.random.split(key)
+  # Selection keeps about half the draws: draw enough to fill both sets.
+  factor = 1 if st.selection == "none" else 3
+  out = []
+  for k, n in ((k_train, config.n_train), (k_eval, config.n_eval)):
+    d = {k2: np.asarray(v) for k2, v in ev.simulate(k, st, factor * n).items()}
+    if st.selection != "none":
+      keep = np.flatnonzero(d["s"] == 1)[:n]
+      errors.check(
+        keep.size == n,
+        errors.ConfigError,
+        f"{name}: only {keep.size} of {factor * n} draws selected, need {n}",
+      )
+      d = {k2: v[keep] for k2, v in d.items()}
+    out.append(d)
+  return st, out[0], out[1]
+
+
+def models(config, st, train, evald) -> dict:
+  """Scores of f(X, A) and f(X) on the evaluation rows."""
+  deg = config.degree
+  # One standardisation for train and eval rows (features are unsupervised).
+  x_all = jnp.concatenate([jnp.asarray(train["x"]), jnp.asarray(evald["x"])])
+  f_all = _x_features(x_all, deg)
+  fx = ev.fit_logistic(f_all[: len(train["x"])], train["y"])
+  p_x = ev.predict_logistic(fx, f_all[len(train["x"]) :])
+  if st.family == "causal":
+    p_xa = jnp.asarray(evald["p_y"])  # the DGP's P(Y | X, A): Bayes-optimal
+  else:
+    a_all = jnp.concatenate([jnp.asarray(train["a"]), jnp.asarray(evald["a"])])
+    fa_all = _xa_features(x_all, a_all, deg)
+    fxa = ev.fit_logistic(fa_all[: len(train["x"])], train["y"])
+    p_xa = ev.predict_logistic(fxa, fa_all[len(train["x"]) :])
+  return {"xa": p_xa, "x": p_x}
+
+
+def _statistic(idx, args) -> dict:
+  """Every statistic on the rows idx (flat keys 'model/stat/metric').
+
+  Rows are sorted by each model's score once; every weighting of that model
+  (groups, P(A | V), 1/P(S | .)) then reuses the order for the AUC.
+  """
+  thr, out = args["threshold"], {}
+  for m, s in args["p"].items():
+    rows = idx[jnp.argsort(s[idx])]
+    ss, y, a = s[rows], args["y"][rows], args["a"][rows]
+    metrics = lambda w, ss=ss, y=y: ev.group_metrics(ss, y, w, thr, True)
+    in_group = {g: (a == g).astype(ss.dtype) for g in GROUPS}
+    by_group = {g: metrics(in_group[g]) for g in GROUPS}
+    for k in ev.METRICS:
+      out[f"{m}/group0/{k}"] = by_group[0][k]
+      out[f"{m}/group1/{k}"] = by_group[1][k]
+      out[f"{m}/disparity/{k}"] = by_group[1][k] - by_group[0][k]
+    for v, pv in args["p_a"].items():
+      pv = pv[rows]
+      for g in GROUPS:
+        pop = metrics(pv if g == 1 else 1 - pv)
+        for k in ev.METRICS:
+          out[f"{m}/T{g}({v})/{k}"] = by_group[g][k] - pop[k]
+    for g in GROUPS:
+      w = in_group[g]
+      out[f"{m}/calibration/group{g}"] = ev.calibration_in_the_large(ss, y, w)
+      if args["ipw"] is not None:
+        out[f"{m}/calibration_ipw/group{g}"] = ev.calibration_in_the_large(
+          ss, y, w * args["ipw"][rows]
+        )
+      out[f"{m}/group{g}_log_loss_rows"] = by_group[g]["log_loss"]
+  for g in GROUPS:
+    out[f"relative/group{g}/log_loss"] = out.pop(
+      f"xa/group{g}_log_loss_rows"
+    ) - out.pop(f"x/group{g}_log_loss_rows")
+  return out
+
+
+def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
+  """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'."""
+  y = jnp.asarray(y, jnp.int32)
+  a = jnp.asarray(a, jnp.int32)
+  n = y.shape[0]
+  for p in scores.values():
+    ev.check_inputs(p, y, a, ipw)
+  # P(A = 1 | V), fitted once on all evaluation rows.
+  p_a = {"Y": ev.group_probability(y, a, "binary")}
+  if x is not None:
+    p_a["X"] = ev.group_probability(jnp.asarray(x), a, "poly", config.degree)
+  score_r = jnp.clip(scores["xa"], 1e-7, 1 - 1e-7)
+  p_a["R"] = ev.group_probability(
+    jnp.log(score_r) - jnp.log1p(-score_r), a, "poly", config.degree
+  )
+  args = {
+    "p": {m: jnp.asarray(s) for m, s in scores.items()},
+    "y": y,
+    "a": a,
+    "p_a": p_a,
+    "ipw": None if ipw is None else jnp.asarray(ipw),
+    "threshold": jnp.asarray(config.threshold, jnp.float32),
+  }
+  key = jax.random.key(config.seed) if key is None else key
+  flat = ev.bootstrap(
+    _statistic, n, key, config.resamples, args=args, level=config.level
+  )
+  nested = {}
+  for k, v in flat.items():
+    node = nested
+    parts = k.split("/")
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    node[parts[-1]] = v
+  return nested
+
+
+def run_setting(config, name, key) -> dict:
+  st, train, evald = draw(config, name, key)
+  scores = models(config, st, train, evald)
+  ipw = None if st.selection == "none" else 1.0 / evald["p_s"]
+  res = evaluate(
+    config, scores, evald["y"], evald["a"], evald["x"], ipw, key=key
+  )
+  res["sizes"] = {
+    "train": int(len(train["y"])),
+    "eval": int(len(evald["y"])),
+    "group1_fraction": float(np.mean(evald["a"])),
+  }
+  return res
+
+
+def forest_figure(path, results, margin) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  names = [n for n in results if n != "csv"]
+  stats = ("disparity", "T1(X)", "T1(Y)", "T1(R)")
+  metrics = (("xa", "log_loss"), ("x", "recall"))
+  fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(names) * 4 + 1))
+  for ax, (model, metric) in zip(axes, metrics):
+    rows, labels = 0, []
+    for n in names:
+      for j, s in enumerate(stats):
+        v = results[n][model][s][metric]
+        ax.errorbar(
+          v["mean"],
+          rows,
+          xerr=[[v["mean"] - v["lo"]], [v["hi"] - v["mean"]]],
+          fmt="o",
+          color=f"C{j}",
+          ms=3,
+          capsize=2,
+        )
+        labels.append(f"{n}: {s}")
+        rows += 1
+    ax.axvline(0, color="k", lw=0.8)
+    ax.axvspan(-margin, margin, color="gray", alpha=0.15)
+    ax.set_yticks(range(rows), labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_title(f"f({'X, A' if model == 'xa' else 'X'}) {metric}: 95% CI")
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+
+
+def run(config, workdir) -> dict:
+  check_config(config)
+  train_lib.prepare_run(workdir, config)
+  results = {}
+  root = jax.random.key(config.seed)
+  sweep = train_lib.Sweep(len(config.settings), name="disaggregated_eval")
+  for i, name in enumerate(config.settings):
+    with sweep.run(name):
+      results[name] = run_setting(config, name, jax.random.fold_in(root, i))
+    d = results[name]["xa"]["disparity"]["log_loss"]
+    t = results[name]["xa"]["T1(X)"]["log_loss"]
+    logging.info(
+      "%s: log-loss disparity %.4f [%.4f, %.4f], T1(X) %.4f [%.4f, %.4f]",
+      name,
+      d["mean"],
+      d["lo"],
+      d["hi"],
+      t["mean"],
+      t["lo"],
+      t["hi"],
+    )
+  if config.csv_path:
+    data = ev.load_csv(config.csv_path, dict(config.csv_columns))
+    scores = {"xa": data["p"], "x": data["p"]}
+    results["csv"] = evaluate(
+      config, scores, data["y"], data["a"], data.get("x")
+    )
+  forest_figure(os.path.join(workdir, "forest.png"), results, config.margin)
+  results["margin"] = config.margin
+  return train_lib.write_results(workdir, results)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

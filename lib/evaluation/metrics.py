@@ -1,0 +1,228 @@
+"""Weighted group metrics, group-membership models, T_a(V) and the bootstrap.
+
+Pfohl et al., "Understanding challenges to the interpretation of disaggregated
+evaluations of algorithmic fairness", NeurIPS 2025 (spec:
+extended_papers.md 3). Every metric takes sample weights (all ones = the
+unweighted metric, exactly); the population-to-group statistic
+
+  T_a(V) = metric(group a, unweighted) - metric(population, weights P(A=a|V))
+
+is ~0 when group a's difference from the population is explained by a shift
+in V (covariate shift for V = X, label shift for Y, score distribution for
+R = logit of the score). Percentile-bootstrap intervals resample indices in
+one vmapped call.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lib.core import errors
+
+METRICS = (
+  "log_loss",
+  "auc",
+  "label_rate",
+  "recall",
+  "specificity",
+  "precision",
+  "net_benefit",
+)
+
+
+def _wmean(v, w):
+  return jnp.sum(w * v) / jnp.sum(w)
+
+
+def weighted_auc(p, y, w, presorted: bool = False):
+  """ROC-AUC with sample weights; ties count one half (exact for ties).
+
+  presorted: p is already ascending (skips the sort; for many weightings of
+  one score vector, sort once).
+  """
+  y = y.astype(p.dtype)
+  if presorted:
+    ps, ys, ws = p, y, w
+  else:
+    order = jnp.argsort(p)
+    ps, ys, ws = p[order], y[order], w[order]
+  neg = jnp.concatenate([jnp.zeros(1, p.dtype), jnp.cumsum(ws * (1 - ys))])
+  lo = jnp.searchsorted(ps, ps, side="left")
+  hi = jnp.searchsorted(ps, ps, side="right")
+  below, tied = neg[lo], neg[hi] - neg[lo]
+  pos_w = ws * ys
+  return jnp.sum(pos_w * (below + 0.5 * tied)) / (
+    jnp.sum(pos_w) * jnp.sum(ws * (1 - ys))
+  )
+
+
+def group_metrics(
+  p, y, w=None, threshold: float = 0.5, presorted: bool = False
+) -> dict:
+  """Every metric of scores p in (0, 1) against labels y, weights w.
+
+  log_loss (nats), auc, label_rate, recall / specificity / precision at
+  `threshold`, and net benefit NB = TPR p - FPR (1 - p) t / (1 - t), with p
+  the (weighted) label rate and t the threshold.
+  """
+  w = jnp.ones_like(p) if w is None else w
+  y = y.astype(p.dtype)
+  eps = 1e-12
+  pc = jnp.clip(p, eps, 1 - eps)
+  ce = -(y * jnp.log(pc) + (1 - y) * jnp.log1p(-pc))
+  pred = (p >= threshold).astype(p.dtype)
+  tp, fp = jnp.sum(w * y * pred), jnp.sum(w * (1 - y) * pred)
+  pos, neg = jnp.sum(w * y), jnp.sum(w * (1 - y))
+  tpr, fpr = tp / pos, fp / neg
+  prev = pos / (pos + neg)
+  return {
+    "log_loss": _wmean(ce, w),
+    "auc": weighted_auc(p, y, w, presorted),
+    "label_rate": prev,
+    "recall": tpr,
+    "specificity": 1 - fpr,
+    "precision": tp / (tp + fp),
+    "net_benefit": tpr * prev - fpr * (1 - prev) * threshold / (1 - threshold),
+  }
+
+
+def calibration_in_the_large(p, y, w):
+  """Weighted mean score minus weighted label rate (0 when calibrated)."""
+  return _wmean(p, w) - _wmean(y.astype(p.dtype), w)
+
+
+def polynomial_features(v, degree: int = 3):
+  """[1, z, z^2, ..., z^degree] of the standardised 1-D variable v."""
+  z = (v - jnp.mean(v)) / (jnp.std(v) + 1e-12)
+  return jnp.stack([z**k for k in range(degree + 1)], axis=-1)
+
+
+def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
+  """Weighted logistic regression by Newton's method (IRLS); returns theta.
+
+  P(y=1 | f) = sigmoid(f @ theta); a tiny ridge keeps separable data finite.
+  """
+  w = jnp.ones(features.shape[0], features.dtype) if w is None else w
+  y = y.astype(features.dtype)
+  d = features.shape[1]
+
+  def step(_, theta):
+    p = jax.nn.sigmoid(features @ theta)
+    grad = features.T @ (w * (p - y)) + l2 * theta
+    hess = (features * (w * p * (1 - p))[:, None]).T @ features
+    return theta - jnp.linalg.solve(hess + l2 * jnp.eye(d), grad)
+
+  return jax.lax.fori_loop(0, iters, step, jnp.zeros(d, features.dtype))
+
+
+def predict_logistic(theta, features):
+  return jax.nn.sigmoid(features @ theta)
+
+
+def group_probability(v, a, kind: str, degree: int = 3):
+  """P(A=1 | V) by logistic regression: V continuous (poly) or binary."""
+  if kind == "binary":
+    f = jnp.stack([jnp.ones_like(v), v.astype(jnp.float32)], axis=-1)
+  else:
+    f = polynomial_features(v, degree)
+  theta = fit_logistic(f, a)
+  return predict_logistic(theta, f)
+
+
+def stable_weights(p_own, pi_own):
+  """Stable (overlap) weights of Cai (2023), as in the official code.
+
+  w_i = (1 - p_i) / (pi_a (1 - p_i) + (1 - pi_a) p_i), p_i = P(A = a_i | V)
+  and pi_a the frequency of i's group. Without a shift (p_i = pi_a) this is
+  the constant 1 / (2 pi_a).
+  """
+  return (1 - p_own) / (pi_own * (1 - p_own) + (1 - pi_own) * p_own)
+
+
+def importance_weights(p_group, pi_group):
+  """P(A = a | V) / P(A = a): reweights the population towards group a."""
+  return p_group / pi_group
+
+
+def t_statistic(
+  p, y, a, group: int, p_group_given_v, threshold=0.5, presorted=False
+) -> dict:
+  """T_a(V) for every metric: group a (unweighted) - population weighted."""
+  in_a = (a == group).astype(p.dtype)
+  own = group_metrics(p, y, in_a, threshold, presorted)
+  pop = group_metrics(p, y, p_group_given_v, threshold, presorted)
+  return {k: own[k] - pop[k] for k in own}
+
+
+@functools.cache
+def _compiled(statistic):
+  """jit(statistic) and jit(vmap(statistic)), cached per function object."""
+  many = lambda idx, args: jax.lax.map(
+    lambda i: statistic(i, args), idx, batch_size=min(25, idx.shape[0])
+  )
+  return jax.jit(statistic), jax.jit(many)
+
+
+def bootstrap(statistic, n: int, key, resamples: int, args=(), level=0.95):
+  """Percentile bootstrap of `statistic(idx, args)` (a dict of scalars).
+
+  idx [n] are resampled row indices; all resamples run in one jitted call,
+  vmapped in blocks of 25 (`lax.map(batch_size=)`, bounded memory). Pass a module-level `statistic` and its arrays in `args` so that
+  repeated calls with equal shapes reuse one compilation.
+  Returns {name: {"mean": on all rows, "lo", "hi"}}.
+  """
+  errors.check(
+    resamples >= 2, errors.ConfigError, f"need >= 2 resamples, got {resamples}"
+  )
+  one, many = _compiled(statistic)
+  point = one(jnp.arange(n), args)
+  idx = jax.random.randint(key, (resamples, n), 0, n)
+  draws = many(idx, args)
+  q = 100 * (1 - level) / 2
+  out = {}
+  for k, v in draws.items():
+    v = np.asarray(v)
+    out[k] = {
+      "mean": float(point[k]),
+      "lo": float(np.nanpercentile(v, q)),
+      "hi": float(np.nanpercentile(v, 100 - q)),
+    }
+  return out
+
+
+def check_inputs(p, y, a, w=None) -> None:
+  """One-line errors for input a disaggregated evaluation cannot use."""
+  p, y, a = np.asarray(p), np.asarray(y), np.asarray(a)
+  errors.check(
+    p.shape == y.shape == a.shape and p.ndim == 1,
+    errors.ShapeError,
+    f"scores, labels and groups must be 1-D of one length, got {p.shape}, "
+    f"{y.shape}, {a.shape}",
+  )
+  errors.check(
+    bool(np.all(np.isfinite(p))),
+    errors.NonFiniteError,
+    f"{int(np.sum(~np.isfinite(p)))} scores are not finite",
+  )
+  for g in np.unique(a):
+    classes = np.unique(y[a == g])
+    errors.check(
+      classes.size == 2,
+      errors.ConfigError,
+      f"group {g} has a single class ({classes.tolist()}): recall, "
+      f"specificity and AUC are undefined for it",
+    )
+  if w is not None:
+    w = np.asarray(w)
+    errors.check(
+      bool(np.all(np.isfinite(w))),
+      errors.NonFiniteError,
+      f"{int(np.sum(~np.isfinite(w)))} weights are NaN or infinite",
+    )
+    errors.check(
+      bool(np.all(w >= 0)),
+      errors.ConfigError,
+      f"{int(np.sum(w < 0))} weights are negative",
+    )

@@ -1,0 +1,71 @@
+"""disaggregated_eval: smoke run, T_a(X) covers / excludes 0, a user's CSV."""
+
+import os
+
+import numpy as np
+import pytest
+
+from configs import disaggregated_eval as config_lib
+from experiments import disaggregated_eval as ex
+from experiments.claims import disaggregated_eval as claims
+from lib.core import errors
+
+
+def _config(**overrides):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    for k, v in overrides.items():
+      config[k] = v
+  return config
+
+
+def test_smoke_results_figure_and_claim_keys(tmp_path, fast_compile):
+  r = ex.run(_config(), str(tmp_path))
+  assert os.path.exists(tmp_path / "forest.png")
+  for c in claims.CLAIMS:
+    if c.metric.split(".")[0] not in r:
+      continue  # a setting the smoke variant skips
+    node = r
+    for part in c.metric.split("."):
+      node = node[part]
+    assert np.isfinite(node)
+
+
+def test_t_of_x_covers_zero_under_covariate_shift_only():
+  import jax
+
+  config = _config(n_eval=20_000, n_train=5_000, resamples=50)
+  key = jax.random.key(7)
+  cov = ex.run_setting(config, "covariate_shift", key)["xa"]["T1(X)"][
+    "log_loss"
+  ]
+  out = ex.run_setting(config, "outcome_shift", key)["xa"]["T1(X)"]["log_loss"]
+  assert cov["lo"] <= 0 <= cov["hi"], cov
+  assert out["hi"] < 0, out
+
+
+def test_user_csv_is_evaluated(tmp_path):
+  rng = np.random.default_rng(0)
+  n = 400
+  a = rng.integers(0, 2, n)
+  p = rng.uniform(0.05, 0.95, n)
+  y = (rng.uniform(size=n) < p).astype(int)
+  path = tmp_path / "scores.csv"
+  rows = "\n".join(f"{pi},{yi},{ai}" for pi, yi, ai in zip(p, y, a))
+  path.write_text("score,label,group\n" + rows + "\n")
+  config = _config(settings=("covariate_shift",), csv_path=str(path))
+  r = ex.run(config, str(tmp_path / "run"))
+  assert "csv" in r and "T1(Y)" in r["csv"]["xa"]
+
+
+@pytest.mark.parametrize(
+  "key, value, match",
+  [
+    ("settings", ("no_such",), "config.settings"),
+    ("margin", 0.0, "config.margin"),
+    ("resamples", 1, "config.resamples"),
+  ],
+)
+def test_config_errors_name_the_key(key, value, match):
+  with pytest.raises(errors.ConfigError, match=match):
+    ex.check_config(_config(**{key: value}))

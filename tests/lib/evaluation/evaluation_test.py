@@ -1,0 +1,138 @@
+"""lib.evaluation: the spec's oracles (analytic log-loss, weights, NB, AUC)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lib import evaluation as ev
+from lib.core import errors
+
+
+def _binary_entropy(p):
+  return -(p * np.log(p) + (1 - p) * np.log1p(-p))
+
+
+def test_group_log_loss_matches_gauss_hermite():
+  # Covariate shift: A = U, X | A ~ N(mu_a, 1), Bayes score sigma(0.5 x);
+  # the expected log-loss of group a is E[H_b(sigma(0.5 X))], X ~ N(mu_a, 1).
+  st = ev.setting("covariate_shift")
+  d = {
+    k: np.asarray(v)
+    for k, v in ev.simulate(jax.random.key(0), st, 200_000).items()
+  }
+  nodes, weights = np.polynomial.hermite_e.hermegauss(64)
+  weights = weights / weights.sum()
+  ce = -(d["y"] * np.log(d["p_y"]) + (1 - d["y"]) * np.log1p(-d["p_y"]))
+  for a, mu in enumerate(st.mu_x):
+    analytic = float(
+      np.sum(weights * _binary_entropy(1 / (1 + np.exp(-0.5 * (mu + nodes)))))
+    )
+    in_a = d["a"] == a
+    mc = ev.group_metrics(
+      jnp.asarray(d["p_y"]), jnp.asarray(d["y"]), jnp.asarray(in_a, jnp.float32)
+    )
+    se = ce[in_a].std() / np.sqrt(in_a.sum())
+    assert abs(float(mc["log_loss"]) - analytic) < 3 * se
+    # The whole population weighted by the true P(A = a | x) is group a.
+    p1 = np.asarray(ev.true_group_probability(st, jnp.asarray(d["x"])))
+    w = p1 if a == 1 else 1 - p1
+    weighted = ev.group_metrics(
+      jnp.asarray(d["p_y"]), jnp.asarray(d["y"]), jnp.asarray(w, jnp.float32)
+    )
+    se_w = ce.std() * np.sqrt(np.sum(w**2)) / np.sum(w)
+    assert abs(float(weighted["log_loss"]) - analytic) < 3 * se_w
+
+
+def test_stable_weights_without_shift_are_constant():
+  for pi in (0.5, 0.3):
+    p = jnp.full((5,), pi)
+    np.testing.assert_allclose(
+      ev.stable_weights(p, pi), 1 / (2 * pi), rtol=1e-6
+    )
+  assert float(ev.stable_weights(jnp.asarray(0.5), 0.5)) == 1.0
+
+
+def test_net_benefit_and_rates_from_a_confusion_matrix():
+  # 10 rows: TP 3, FN 1, FP 2, TN 4 at threshold 0.5.
+  y = jnp.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+  p = jnp.array([0.9, 0.8, 0.6, 0.2, 0.7, 0.55, 0.1, 0.3, 0.4, 0.2])
+  m = ev.group_metrics(p, y)
+  prev, tpr, fpr = 0.4, 3 / 4, 2 / 6
+  np.testing.assert_allclose(
+    m["net_benefit"], tpr * prev - fpr * (1 - prev), rtol=1e-6
+  )
+  np.testing.assert_allclose(
+    m["net_benefit"], (3 - 2) / 10, rtol=1e-6
+  )  # (TP - FP) / n at t = .5
+  np.testing.assert_allclose(
+    [m["recall"], m["specificity"], m["precision"], m["label_rate"]],
+    [0.75, 4 / 6, 3 / 5, 0.4],
+    rtol=1e-6,
+  )
+
+
+def test_all_ones_weights_equal_unweighted_and_auc_matches_pairs():
+  key = jax.random.key(1)
+  p = jax.random.uniform(key, (300,))
+  p = jnp.round(p * 20) / 20  # ties on purpose
+  p = jnp.clip(p, 0.01, 0.99)
+  y = jax.random.bernoulli(jax.random.key(2), p).astype(jnp.int32)
+  plain, ones = ev.group_metrics(p, y), ev.group_metrics(p, y, jnp.ones_like(p))
+  for k in ev.METRICS:
+    assert float(plain[k]) == float(ones[k]), k
+  w = np.asarray(jax.random.uniform(jax.random.key(3), (300,)))
+  pn, yn = np.asarray(p), np.asarray(y)
+  pos, neg = yn == 1, yn == 0
+  gt = (pn[pos][:, None] > pn[neg][None, :]) + 0.5 * (
+    pn[pos][:, None] == pn[neg][None, :]
+  )
+  pair_w = w[pos][:, None] * w[neg][None, :]
+  brute = np.sum(pair_w * gt) / np.sum(pair_w)
+  np.testing.assert_allclose(
+    ev.weighted_auc(p, y, jnp.asarray(w)), brute, rtol=1e-5
+  )
+
+
+def test_fit_logistic_recovers_a_known_model():
+  x = jax.random.normal(jax.random.key(4), (20_000,))
+  y = jax.random.bernoulli(jax.random.key(5), jax.nn.sigmoid(1.5 * x - 0.5))
+  f = jnp.stack([jnp.ones_like(x), x], -1)
+  np.testing.assert_allclose(ev.fit_logistic(f, y), [-0.5, 1.5], atol=0.08)
+
+
+@pytest.mark.parametrize(
+  "case, error, match",
+  [
+    ("single_class", errors.ConfigError, "group 1 has a single class"),
+    ("nan_weight", errors.NonFiniteError, "weights are NaN or infinite"),
+    ("negative_weight", errors.ConfigError, "weights are negative"),
+  ],
+)
+def test_bad_inputs_fail_in_one_line(case, error, match):
+  p = np.array([0.2, 0.8, 0.3, 0.7, 0.6, 0.4])
+  y = np.array([0, 1, 0, 1, 1, 0])
+  a = np.array([0, 0, 0, 1, 1, 1])
+  w = None
+  if case == "single_class":
+    y = np.array([0, 1, 0, 1, 1, 1])
+  elif case == "nan_weight":
+    w = np.array([1.0, np.nan, 1, 1, 1, 1])
+  else:
+    w = np.array([1.0, -1, 1, 1, 1, 1])
+  with pytest.raises(error, match=match):
+    ev.check_inputs(p, y, a, w)
+
+
+def test_csv_loader(tmp_path):
+  path = tmp_path / "scores.csv"
+  path.write_text("s,lab,grp\n0.2,0,0\n0.9,1,1\n")
+  d = ev.load_csv(
+    str(path), {"score": "s", "label": "lab", "group": "grp", "x": ""}
+  )
+  np.testing.assert_array_equal(d["y"], [0, 1])
+  np.testing.assert_allclose(d["p"], [0.2, 0.9])
+  with pytest.raises(errors.ConfigError, match=r"no column\(s\) \['label'\]"):
+    ev.load_csv(str(path), {"score": "s", "label": "label", "group": "grp"})
+  with pytest.raises(errors.WorkdirError, match="does not exist"):
+    ev.load_csv(str(tmp_path / "missing.csv"), {"score": "s"})
