@@ -18,6 +18,7 @@ from tests.reliability import _kill
 EXPERIMENTS = {
   "compact_memory": ("--config=configs/compact_memory.py:quick,smoke",),
   "dpo_diversity": ("--config=configs/dpo_diversity.py:quick,smoke",),
+  "mix": ("--config=configs/mix.py:quick,smoke",),
   "quartet_llm": ("--config=configs/quartet_llm.py:quick,smoke",),
   "quartet_scaling": ("--config=configs/quartet_scaling.py:quick,smoke",),
   "cdflow_density": (

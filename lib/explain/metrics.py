@@ -1,0 +1,55 @@
+"""Faithfulness, robustness and localisation of attributions (MIX, NeurIPS 2025).
+
+- Deletion AUC: replace the top-ranked features (in the view the attribution
+  lives in) by the baseline's, a growing fraction at a time, and average the
+  model's probability of the explained class (lower = more faithful).
+- Insertion AUC: start from the baseline and insert the top features (higher
+  = more faithful).
+- Robustness: top-k overlap (Jaccard) of the explanation of x and of x plus
+  small noise (higher = more robust).
+- Localisation precision@k: the fraction of the k top time points inside a
+  planted window (synthetic data).
+"""
+
+import jax
+import jax.numpy as jnp
+
+from lib.explain import views
+
+
+def _curve(f, x, baseline, scores, level, fractions, insert: bool):
+  c, c0 = views.dwt(x, level), views.dwt(baseline, level)
+  n = c.shape[-1]
+  rank = jnp.argsort(jnp.argsort(-scores))  # 0 = most important
+
+  def at(frac):
+    top = (rank < jnp.round(frac * n)).astype(c.dtype)
+    mixed = top * c0 + (1 - top) * c if not insert else top * c + (1 - top) * c0
+    return f(views.idwt(mixed, level))
+
+  return jax.vmap(at)(fractions)
+
+
+def deletion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
+  return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=False))
+
+
+def insertion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
+  return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=True))
+
+
+def top_k_mask(scores, k: int):
+  rank = jnp.argsort(jnp.argsort(-scores))
+  return rank < k
+
+
+def jaccard_top_k(a, b, k: int):
+  ma, mb = top_k_mask(a, k), top_k_mask(b, k)
+  return jnp.sum(ma & mb) / jnp.sum(ma | mb)
+
+
+def localisation_precision(time_scores, window_mask, k: int):
+  """Fraction of the k top time points inside the planted window."""
+  return jnp.sum(top_k_mask(time_scores, k) & window_mask) / k
