@@ -92,10 +92,14 @@ def _run_with_timeout(fn, timeout_s: float):
   keep the process from exiting.
   """
   box = {}
+  # `jax.enable_x64` is thread-local: a float64 run must restore float64
+  # arrays in the reading thread too (else orbax hands back float32).
+  x64 = bool(jax.config.jax_enable_x64)
 
   def target():
     try:
-      box["value"] = fn()
+      with jax.enable_x64(x64):
+        box["value"] = fn()
     except BaseException as e:  # noqa: BLE001 (handed to the caller)
       box["error"] = e
 

@@ -281,3 +281,20 @@ def test_sweep_progress_logs_run_counts(caplog):
         pass
   text = caplog.text
   assert "run 1/2 a" in text and "run 2/2 b" in text and "overall ETA" in text
+
+
+def test_float64_state_restores_as_float64(tmp_path):
+  # `jax.enable_x64` is thread-local and checkpoints are read in a helper
+  # thread: a float64 run resumed from its checkpoint must get float64 back
+  # (the qblr VI stack once came back float32 and broke the scan carry).
+  from lib.train import checkpoint as ckpt_lib
+
+  with jax.enable_x64(True):
+    state = {"w": jnp.arange(3, dtype=jnp.float64) / 3, "n": jnp.int64(5)}
+    ckpt = ckpt_lib.Checkpointer(str(tmp_path), keep=1)
+    ckpt.save(1, state)
+    ckpt.wait()
+    step, restored = ckpt.restore_latest(state)
+    assert step == 1
+    assert restored["w"].dtype == jnp.float64
+    np.testing.assert_array_equal(restored["w"], state["w"])
