@@ -4,7 +4,9 @@ Run (the CPU reproduction, < 1 min on 2 cores):
   python -m experiments.dpo_diversity --config configs/dpo_diversity.py:quick \
     --workdir runs/dpo_diversity
 Variants: (default) 10 seeds; quick: 5 seeds (what the reproduce report runs);
-  add ',smoke' for a seconds-long run.
+  add ',llama' for the second mode (embeddings of the tiny Llama trained on a
+  concept-token task instead of Gaussian clusters); add ',smoke' for a
+  seconds-long run.
 """
 
 import ml_collections
@@ -13,7 +15,7 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  arg = common.parse_arg(arg, variant="paper", smoke=False, llama=False)
   common.check_variant(arg.variant, ("paper", "quick"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
@@ -56,10 +58,30 @@ def get_config(arg=None):
   config.train = common.train_config(
     num_steps=200, log_every=100, checkpoint_every=200, eval_every=0
   )
+  # Where the embeddings g come from: "synthetic" (Gaussian value clusters)
+  # or "llama" (the tiny Llama's last hidden state on the concept task).
+  config.embeddings = "synthetic"
+  config.llama = dict(
+    d_model=64,
+    n_layers=2,
+    n_heads=4,
+    mlp_hidden=128,
+    seq_len=16,  # concept token + 15 fillers
+    filler_vocab=96,
+    subset=6,  # fillers per concept and stance
+    purity=0.7,  # P(a filler comes from the concept/stance subset)
+    steps=600,
+    batch_size=64,
+    lr=3e-3,
+  )
+  if arg.llama:
+    config.embeddings = "llama"
+    config.dim = config.llama.d_model
   if arg.variant == "quick":
     config.seeds = 5
     config.per_cluster = config.per_cluster[:-2]  # up to 128 pairs per value
   if arg.smoke:
+    config.llama.update(d_model=16, mlp_hidden=32, steps=6, batch_size=8)
     config.num_clusters = (1, 2, 4)
     config.per_cluster = (1, 2, 4, 8)
     config.fixed_q = 4

@@ -38,6 +38,10 @@ def get_config(arg=None):
   config.deletion_points = 11
   config.top_fraction = 0.1  # k = fraction of the length for robustness
   config.robust_noise = 0.05  # noise std (series are ~unit scale)
+  # Greedy selection: the top coefficients of every view are the candidates;
+  # budget = k time points (top_fraction of the length); rounds at most.
+  config.greedy_candidates = 8  # per view
+  config.greedy_steps = 8
   config.model = dict(channels=(16, 16), kernel_sizes=(7, 5))
   config.learning_rate = 3e-3
   config.train = common.train_config(
@@ -54,6 +58,8 @@ def get_config(arg=None):
     config.levels = (0, 1)
     config.ig_steps = 8
     config.num_explain = 8
+    config.greedy_candidates = 3
+    config.greedy_steps = 2
     config.model = dict(channels=(4,), kernel_sizes=(3,))
     config.train.update(num_steps=4, log_every=2, checkpoint_every=2)
   return common.lock(config)

@@ -441,16 +441,6 @@ def train_dataset(
   }
 
 
-def _band(values) -> dict:
-  mean, lo, hi = stats.mean_interval(values)
-  return {
-    "mean": mean,
-    "lo": lo,
-    "hi": hi,
-    "seeds": [float(v) for v in values],
-  }
-
-
 def run_dataset(config, name, workdir) -> tuple[dict, dict]:
   tasks, spec = load_dataset(config, name)
   sizes = tuple(spec["sizes"])
@@ -480,19 +470,19 @@ def run_dataset(config, name, workdir) -> tuple[dict, dict]:
   )
   out["finite"] = res["finite"]
   if "batch" in config.methods:
-    out["batch"] = _band(res["batch_acc"])
+    out["batch"] = stats.band(res["batch_acc"])
   per_method = {}
   for i, (m, k, s) in enumerate(res["combos"]):
     per_method.setdefault(m, {}).setdefault(k, {})[s] = float(res["acc"][i])
   for m, by_k in per_method.items():
     out[m] = {
-      f"m{k}": _band([by_s[s] for s in sorted(by_s)])
+      f"m{k}": stats.band([by_s[s] for s in sorted(by_s)])
       for k, by_s in by_k.items()
     }
 
   def paired(a, b):
     return {
-      f"m{k}": _band(
+      f"m{k}": stats.band(
         [per_method[a][k][s] - per_method[b][k][s] for s in range(config.seeds)]
       )
       for k in sizes
@@ -505,7 +495,7 @@ def run_dataset(config, name, workdir) -> tuple[dict, dict]:
       out["compact_minus_random"] = paired("compact", "random_kprior")
     if "batch" in out:
       out["batch_minus_compact"] = {
-        f"m{k}": _band(
+        f"m{k}": stats.band(
           [
             out["batch"]["seeds"][s] - per_method["compact"][k][s]
             for s in range(config.seeds)

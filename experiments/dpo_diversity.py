@@ -10,6 +10,13 @@ DPO loss for a fixed T steps; for every K, seed and Q the test reward
 accuracy; Q*(K) = the smallest Q reaching `target_accuracy` (interpolated on
 log Q between grid points); fits Q* = a + b log K and Q* = a' + b' K per seed.
 
+Second mode (`configs/dpo_diversity.py:quick,llama`): the embeddings g are
+not drawn from Gaussians but read off the project's tiny Llama (its final
+normed hidden state at the last token), trained first on a synthetic concept
+task (`lib.alignment.concept_sequences`: a concept token, then fillers whose
+distribution carries the concept and a +-1 stance); value k is concept k and
+the preferred token is the stance. Same sweep, same fits.
+
 Each (optimizer, K) is one `lib.train.train` run whose state stacks every
 (seed, Q) pair (vmapped; Q < Q_max masks the rows past Q of each cluster, so
 the Q's of one seed are nested subsets of one draw). Reruns resume.
@@ -29,11 +36,13 @@ from absl import logging
 from experiments import _checks
 from experiments import _cli
 from lib import alignment
+from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import stats
 
 OPTIMIZERS = ("gd", "adam")
+EMBEDDINGS = ("synthetic", "llama")
 
 
 def check_config(config) -> None:
@@ -63,6 +72,25 @@ def check_config(config) -> None:
   _checks.one_of(config.loss, alignment.LOSSES, "config.loss")
   _checks.names(config.optimizers, OPTIMIZERS, "config.optimizers")
   _checks.fraction(config.target_accuracy, "config.target_accuracy")
+  _checks.one_of(config.embeddings, EMBEDDINGS, "config.embeddings")
+  if config.embeddings == "llama":
+    c = config.llama
+    for key in ("d_model", "n_layers", "n_heads", "mlp_hidden", "seq_len"):
+      _checks.integer(c[key], f"config.llama.{key}", minimum=2)
+    _checks.integer(c.steps, "config.llama.steps")
+    _checks.multiple_of(c.steps, config.train.log_every, "config.llama.steps")
+    _checks.fraction(c.purity, "config.llama.purity", closed=True)
+    errors.check(
+      config.dim == c.d_model,
+      errors.ConfigError,
+      f"config.dim={config.dim} must equal config.llama.d_model={c.d_model} "
+      "(the embedding width is the model's)",
+    )
+    if 2 * c.subset > c.filler_vocab:
+      raise errors.ConfigError(
+        f"config.llama.subset={c.subset}: two subsets need "
+        f"config.llama.filler_vocab >= {2 * c.subset}"
+      )
 
 
 def _optimizer(config, name):
@@ -71,9 +99,129 @@ def _optimizer(config, name):
   return optax.adam(config.adam_lr)
 
 
-def make_data(config, num_clusters: int) -> dict:
-  """Train [S, K*Q_max] and test [S, K*n_test] pairs, one geometry per seed."""
+def train_concept_lm(config, workdir):
+  """The tiny Llama trained on the concept task; returns an embedding fn.
+
+  Returns (embed, world): embed(tokens [N, L]) -> [N, d] final normed hidden
+  states at the last position (jitted); world: the concepts' filler subsets.
+  """
+  c = config.llama
+  kmax = max(config.num_clusters)
+  world = alignment.concept_world(
+    jax.random.key(config.train.seed + 7), kmax, c.filler_vocab, c.subset
+  )
+  llama = models.Llama(
+    models.LlamaConfig(
+      vocab_size=kmax + c.filler_vocab,
+      d_model=c.d_model,
+      n_layers=c.n_layers,
+      n_heads=c.n_heads,
+      mlp_hidden=c.mlp_hidden,
+      max_len=c.seq_len,
+      linear="dense",
+    )
+  )
+
+  def batch_fn(data, key, step):
+    del step
+    k_c, k_s, k_t = jax.random.split(key, 3)
+    concepts = jax.random.randint(k_c, (c.batch_size,), 0, kmax)
+    stance = jax.random.rademacher(k_s, (c.batch_size,))
+    return alignment.concept_sequences(
+      k_t, data["world"], concepts, stance, c.seq_len, c.filler_vocab, c.purity
+    )
+
+  def loss_fn(params, tokens, key):
+    del key
+    logits = llama.apply(params, tokens[:, :-1])
+    return models.next_token_loss(logits, tokens[:, 1:]), {}
+
+  task = train_lib.Task(
+    init_fn=lambda k: llama.init(k, np.zeros((1, c.seq_len), np.int32)),
+    loss_fn=loss_fn,
+    batch_fn=batch_fn,
+    data={"world": world},
+  )
+  cfg = config.train.copy_and_resolve_references()
+  cfg.unlock()
+  cfg.num_steps = c.steps
+  cfg.checkpoint_every = c.steps
+  state, _ = train_lib.fit(
+    task,
+    optax.adam(c.lr),
+    workdir=workdir,
+    config=cfg,
+    name="dpo_diversity/concept_lm",
+  )
+  params = state.params
+
+  @jax.jit
+  def embed(tokens):
+    _, inter = llama.apply(
+      params,
+      tokens,
+      capture_intermediates=lambda m, _: m.name == "final_norm",
+      mutable=["intermediates"],
+    )
+    return inter["intermediates"]["final_norm"]["__call__"][0][:, -1]
+
+  return embed, world
+
+
+def _lm_pairs(config, key, embed, world, num_clusters, per_cluster):
+  """sample_pairs' layout with g read off the LM: cluster k = concept k."""
+  c = config.llama
+  k_b, k_t = jax.random.split(key)
+  b = jax.random.rademacher(k_b, (num_clusters, per_cluster))
+  concepts = jnp.repeat(jnp.arange(num_clusters), per_cluster)
+  tokens = alignment.concept_sequences(
+    k_t, world, concepts, b.reshape(-1), c.seq_len, c.filler_vocab, c.purity
+  )
+  y_w = jnp.where(b.reshape(-1) > 0, 0, 1).astype(jnp.int32)
+  return {
+    "g": embed(tokens),
+    "y_w": y_w,
+    "y_l": 1 - y_w,
+    "cluster": concepts,
+  }
+
+
+def make_data(config, num_clusters: int, lm=None) -> dict:
+  """Train [S, K*Q_max] and test [S, K*n_test] pairs, one geometry per seed.
+
+  lm: (embed, world) of `train_concept_lm` in the llama mode, else None.
+  """
   qmax = max(config.per_cluster)
+  if lm is not None:
+    embed, world = lm
+    trains, tests, refs = [], [], []
+    for seed in range(config.seeds):
+      key = jax.random.fold_in(jax.random.key(config.train.seed), seed)
+      k_train, k_test, k_ref = jax.random.split(key, 3)
+      trains.append(
+        _lm_pairs(config, k_train, embed, world, num_clusters, qmax)
+      )
+      tests.append(
+        _lm_pairs(
+          config, k_test, embed, world, num_clusters, config.test_per_cluster
+        )
+      )
+      refs.append(
+        config.ref_scale * jax.random.normal(k_ref, (config.vocab, config.dim))
+      )
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)
+    masks = jnp.stack(
+      [
+        alignment.first_q_mask(num_clusters, qmax, q)
+        for q in config.per_cluster
+      ]
+    )
+    return {
+      "train": stack(trains),
+      "test": stack(tests),
+      "w_ref": jnp.stack(refs),
+      "masks": masks,
+    }
 
   def one(seed):
     key = jax.random.fold_in(jax.random.key(config.train.seed), seed)
@@ -97,9 +245,9 @@ def make_data(config, num_clusters: int) -> dict:
   return {"train": train, "test": test, "w_ref": w_ref, "masks": masks}
 
 
-def train_k(config, optimizer: str, num_clusters: int, workdir: str):
+def train_k(config, optimizer: str, num_clusters: int, workdir: str, lm=None):
   """Test accuracy [S, len(Q)] after T steps, for one optimizer and K."""
-  data = make_data(config, num_clusters)
+  data = make_data(config, num_clusters, lm)
   # Inputs checked once on the host: width, distinct tokens, ids in range.
   alignment.check_pairs(
     data["w_ref"][0],
@@ -214,11 +362,6 @@ def fit_law(ks, qs) -> dict:
   return out
 
 
-def _band(values) -> dict:
-  mean, lo, hi = stats.mean_interval(values)
-  return {"mean": mean, "lo": lo, "hi": hi, "seeds": [float(v) for v in values]}
-
-
 def summarize(config, acc: dict) -> dict:
   """acc[opt][K] = [S, len(Q)] -> Q*, fits with seed bands, K trend."""
   ks = list(config.num_clusters)
@@ -241,16 +384,18 @@ def summarize(config, acc: dict) -> dict:
       "accuracy_mean": {
         f"K{k}": [float(v) for v in by_k[k].mean(0)] for k in ks
       },
-      "q_star": {f"K{k}": _band(stars[:, i]) for i, k in enumerate(ks)},
+      "q_star": {f"K{k}": stats.band(stars[:, i]) for i, k in enumerate(ks)},
       "q_star_reached_all": bool(np.all(np.isfinite(stars))),
-      "fit_a": _band([f["a"] for f in fits]),
-      "fit_b": _band([f["b"] for f in fits]),
-      "fit_b_lin": _band([f["b_lin"] for f in fits]),
-      "sse_lin_minus_log": _band([f["sse_lin"] - f["sse_log"] for f in fits]),
+      "fit_a": stats.band([f["a"] for f in fits]),
+      "fit_b": stats.band([f["b"] for f in fits]),
+      "fit_b_lin": stats.band([f["b_lin"] for f in fits]),
+      "sse_lin_minus_log": stats.band(
+        [f["sse_lin"] - f["sse_log"] for f in fits]
+      ),
       "accuracy_at_fixed_q": {
-        f"K{k}": _band(at_q[i]) for i, k in enumerate(ks)
+        f"K{k}": stats.band(at_q[i]) for i, k in enumerate(ks)
       },
-      "first_minus_last_k": _band(at_q[0] - at_q[-1]),
+      "first_minus_last_k": stats.band(at_q[0] - at_q[-1]),
       # Largest rise of the seed-mean accuracy from one K to the next
       # (<= 0 when non-increasing).
       "max_rise_in_k": float(np.max(np.diff(mean_k))) if len(ks) > 1 else 0.0,
@@ -323,6 +468,9 @@ def figures(workdir, config, acc, summary) -> None:
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
+  lm = None
+  if config.embeddings == "llama":
+    lm = train_concept_lm(config, os.path.join(workdir, "concept_lm"))
   acc = {}
   sweep = train_lib.Sweep(
     len(config.optimizers) * len(config.num_clusters), name="dpo_diversity"
@@ -332,7 +480,7 @@ def run(config, workdir) -> dict:
     for k in config.num_clusters:
       with sweep.run(f"{opt} K={k}"):
         acc[opt][k] = train_k(
-          config, opt, k, os.path.join(workdir, opt, f"K{k}")
+          config, opt, k, os.path.join(workdir, opt, f"K{k}"), lm
         )
   summary = summarize(config, acc)
   for opt in config.optimizers:
@@ -358,6 +506,7 @@ def run(config, workdir) -> dict:
       "per_cluster": list(config.per_cluster),
       "target_accuracy": config.target_accuracy,
       "steps": config.train.num_steps,
+      "embeddings": config.embeddings,
     },
   }
   return train_lib.write_results(workdir, results)

@@ -8,7 +8,9 @@ interval lies within +-0.02 (config.margin, fixed before the runs), an
 equivalence check that a wide interval cannot pass.
 """
 
-from experiments.claims.report import Claim
+import functools
+
+from experiments.claims.report import banded
 
 _COMMON = dict(
   paper="disaggregated_eval",
@@ -19,19 +21,7 @@ _COMMON = dict(
 _EQUIV = "in [-0.02, 0.02]"
 
 
-def _claim(name, metric, claim, paper_value, comparator, check, note):
-  return Claim(
-    name=name,
-    claim=claim,
-    paper_value=paper_value,
-    comparator=comparator,
-    metric=f"{metric}.mean",
-    check=check,
-    interval=(f"{metric}.lo", f"{metric}.hi"),
-    fmt="{:+.4f}",
-    note=note,
-    **_COMMON,
-  )
+_claim = functools.partial(banded, fmt="{:+.4f}", **_COMMON)
 
 
 CLAIMS = [

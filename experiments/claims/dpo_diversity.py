@@ -7,8 +7,10 @@ steps, 5 seeds; Q*(K) is the smallest Q whose test reward accuracy reaches
 fits). Bands are 95 % t intervals over seeds.
 """
 
+import functools
+
 from experiments.claims.report import NO_PAPER_VALUE
-from experiments.claims.report import Claim
+from experiments.claims.report import banded
 
 _COMMON = dict(
   paper="dpo_diversity",
@@ -17,20 +19,7 @@ _COMMON = dict(
 )
 
 
-def _claim(name, metric, claim, paper_value, comparator, check, note, figure):
-  return Claim(
-    name=name,
-    claim=claim,
-    paper_value=paper_value,
-    comparator=comparator,
-    metric=f"{metric}.mean",
-    check=check,
-    interval=(f"{metric}.lo", f"{metric}.hi"),
-    fmt="{:+.3g}",
-    note=note,
-    figures=(figure,),
-    **_COMMON,
-  )
+_claim = functools.partial(banded, **_COMMON)
 
 
 CLAIMS = [

@@ -73,6 +73,40 @@ class Claim:
     )
 
 
+def banded(
+  name: str,
+  metric: str,
+  claim: str,
+  paper_value: str,
+  comparator: str,
+  check: str,
+  note: str = "",
+  figure: str | None = None,
+  *,
+  fmt: str = "{:+.3g}",
+  figures: tuple[str, ...] = (),
+  **common,
+) -> Claim:
+  """A claim on `metric`.mean whose interval is `metric`.lo / .hi (the layout
+  of `lib.core.stats.band`); `common` holds paper, experiment, config.
+  `figure` adds one figure to `figures`."""
+  if figure is not None:
+    figures = tuple(figures) + (figure,)
+  return Claim(
+    name=name,
+    claim=claim,
+    paper_value=paper_value,
+    comparator=comparator,
+    metric=f"{metric}.mean",
+    check=check,
+    interval=(f"{metric}.lo", f"{metric}.hi"),
+    fmt=fmt,
+    note=note,
+    figures=tuple(figures),
+    **common,
+  )
+
+
 _CHECK = re.compile(
   r"^\s*(?:(>=|<=|>|<)\s*(\S+)|in\s*\[\s*([^,\]]+)\s*,\s*([^\]]+)\s*\])\s*$"
 )

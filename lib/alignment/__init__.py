@@ -5,13 +5,16 @@ Modules:
   (logits = W g(x), frozen g, reference head W_ref), reward margins through
   log-softmax and through the exact single-token identity, and the exact
   one-step GD margin update.
-- `data`: synthetic value clusters (K concepts, Q pairs each).
+- `data`: synthetic value clusters (K concepts, Q pairs each), and the
+  concept-token task whose LM embeddings form the second mode.
 
 Reference: Im & Li, "Can DPO Learn Diverse Human Values? A Theoretical Scaling
 Law", NeurIPS 2025 (arXiv 2408.03459); official code shawn-im/dpo-diverse.
 """
 
 from lib.alignment.data import cluster_geometry
+from lib.alignment.data import concept_sequences
+from lib.alignment.data import concept_world
 from lib.alignment.data import first_q_mask
 from lib.alignment.data import sample_pairs
 from lib.alignment.dpo import LOSSES

@@ -62,3 +62,52 @@ def first_q_mask(num_clusters: int, per_cluster_max: int, q):
   pos = jnp.arange(per_cluster_max)
   keep = (pos < q).astype(jnp.float32)
   return jnp.tile(keep, num_clusters)
+
+
+# ----------------------------------------------------------------------------
+# Concept tokens for a language model (the second, "LLM embedding" mode).
+# ----------------------------------------------------------------------------
+
+
+def concept_world(key, num_concepts: int, filler_vocab: int, subset: int):
+  """Each concept's two disjoint filler subsets: [C, 2, subset] token ids.
+
+  Token layout of the concept task: ids 0..C-1 are concept tokens, ids
+  C..C+filler_vocab-1 fillers. Concept k writes with subset 0 of its own
+  fillers under stance +1 and subset 1 under stance -1.
+  """
+  errors.check(
+    2 * subset <= filler_vocab,
+    errors.ConfigError,
+    f"two subsets of {subset} fillers need filler_vocab >= {2 * subset}, "
+    f"got {filler_vocab}",
+  )
+  perms = jax.vmap(lambda k: jax.random.permutation(k, filler_vocab))(
+    jax.random.split(key, num_concepts)
+  )
+  return num_concepts + perms[:, : 2 * subset].reshape(num_concepts, 2, subset)
+
+
+def concept_sequences(
+  key, world, concepts, stance, length: int, filler_vocab: int, purity: float
+):
+  """Token sequences [N, length]: the concept token, then fillers.
+
+  Each filler comes, with probability `purity`, from the concept's subset of
+  the sequence's stance (+1 -> subset 0), otherwise uniformly from all
+  fillers, so the stance is readable from the text and the LM must track it
+  to predict the next token. `concepts` [N] int, `stance` [N] +-1.
+  """
+  num_concepts, _, subset = world.shape
+  n = concepts.shape[0]
+  k_pick, k_pure, k_any = jax.random.split(key, 3)
+  side = jnp.where(stance > 0, 0, 1)
+  own = world[concepts, side]  # [N, subset]
+  pick = jax.random.randint(k_pick, (n, length - 1), 0, subset)
+  mine = jnp.take_along_axis(own, pick, axis=1)
+  anyf = num_concepts + jax.random.randint(
+    k_any, (n, length - 1), 0, filler_vocab
+  )
+  pure = jax.random.bernoulli(k_pure, purity, (n, length - 1))
+  fill = jnp.where(pure, mine, anyf)
+  return jnp.concatenate([concepts[:, None], fill], axis=1).astype(jnp.int32)

@@ -34,6 +34,14 @@ def mean_interval(samples, level: float = 0.95):
   return mean, mean - half, mean + half
 
 
+def band(samples, level: float = 0.95) -> dict:
+  """{"mean", "lo", "hi", "seeds"}: `mean_interval` plus the samples, the
+  results.json layout a seed-banded claim reads (`metric.mean`, `.lo`, `.hi`)."""
+  mean, lo, hi = mean_interval(samples, level)
+  values = [float(v) for v in np.asarray(samples, np.float64).reshape(-1)]
+  return {"mean": mean, "lo": lo, "hi": hi, "seeds": values}
+
+
 def ratio_interval(slow_times, fast_times, level: float = 0.95):
   """slow / fast, paired per round: geometric mean and its t interval.
 

@@ -4,6 +4,8 @@ Modules:
 - `views`: orthonormal Haar DWT views, integrated gradients, IG in a view
   (IGV), overlapping-window segment IG (OSIGV), keystone-first IG (KIGV).
 - `metrics`: deletion / insertion AUC, top-k robustness, localisation.
+- `refine`: cross-view refinement: keystones from the best view for KIGV,
+  greedy deletion selection across the views' candidate features.
 - `data`: the planted sine-burst task and the UCR sets bundled in sktime.
 
 Reference: Tran et al., "MIX: multi-view time-frequency explanations",
@@ -16,6 +18,12 @@ from lib.explain.metrics import deletion_auc
 from lib.explain.metrics import insertion_auc
 from lib.explain.metrics import jaccard_top_k
 from lib.explain.metrics import localisation_precision
+from lib.explain.refine import coefficient_supports
+from lib.explain.refine import delete_time
+from lib.explain.refine import greedy_deletion
+from lib.explain.refine import keystone_in_view
+from lib.explain.refine import keystone_time_mask
+from lib.explain.refine import top_time_points
 from lib.explain.views import check_series
 from lib.explain.views import dwt
 from lib.explain.views import haar_matrix

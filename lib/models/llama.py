@@ -32,6 +32,11 @@ class LlamaConfig:
     max_len: longest sequence (rotary tables).
     linear: "dense" (high precision) or "quartet" (MXFP4 GEMMs).
     forward, backward, rerotate, implementation: `quartet_linear` flags.
+    split_projections: name every projection apart as Llama/Qwen checkpoints
+      do (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `gate_proj`, `up_proj`,
+      `down_proj`) instead of Quartet's fused `qkv`, `out`, `w12`, `down`.
+      The function is the same; only the parameter tree differs (what the
+      per-module tools of `lib.interp` select by name).
   """
 
   vocab_size: int = 256
@@ -45,6 +50,7 @@ class LlamaConfig:
   backward: str = "sr"
   rerotate: bool = True
   implementation: str | None = None
+  split_projections: bool = False
 
   def __post_init__(self):
     if self.linear not in ("dense", "quartet"):
@@ -106,8 +112,14 @@ class Block(nn.Module):
     b, seq, d = x_BLD.shape
     hd = d // c.n_heads
     h = RMSNorm(name="attn_norm")(x_BLD)
-    qkv = self.linear(3 * d, "qkv")(h).reshape(b, seq, 3, c.n_heads, hd)
-    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    if c.split_projections:
+      q, k, v = (
+        self.linear(d, f"{n}_proj")(h).reshape(b, seq, c.n_heads, hd)
+        for n in "qkv"
+      )
+    else:
+      qkv = self.linear(3 * d, "qkv")(h).reshape(b, seq, 3, c.n_heads, hd)
+      q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
     pos = jnp.arange(seq)
     q, k = rotary(q, pos), rotary(k, pos)
     logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(q.dtype)
@@ -115,10 +127,16 @@ class Block(nn.Module):
     logits = jnp.where(causal, logits, jnp.finfo(logits.dtype).min)
     att = jax.nn.softmax(logits, axis=-1)
     o = jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, seq, d)
-    x_BLD = x_BLD + self.linear(d, "out")(o)
+    split = c.split_projections
+    x_BLD = x_BLD + self.linear(d, "o_proj" if split else "out")(o)
     h = RMSNorm(name="mlp_norm")(x_BLD)
-    gate, up = jnp.split(self.linear(2 * c.mlp_hidden, "w12")(h), 2, axis=-1)
-    return x_BLD + self.linear(d, "down")(jax.nn.silu(gate) * up)
+    if split:
+      gate = self.linear(c.mlp_hidden, "gate_proj")(h)
+      up = self.linear(c.mlp_hidden, "up_proj")(h)
+    else:
+      gate, up = jnp.split(self.linear(2 * c.mlp_hidden, "w12")(h), 2, axis=-1)
+    down = self.linear(d, "down_proj" if split else "down")
+    return x_BLD + down(jax.nn.silu(gate) * up)
 
 
 class Llama(nn.Module):

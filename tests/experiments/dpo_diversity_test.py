@@ -67,3 +67,23 @@ def test_config_errors_name_the_key(key, value, match):
     config[key] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
+
+
+def test_llama_embedding_mode_runs_the_same_sweep(tmp_path, fast_compile):
+  config = config_lib.get_config("quick,llama,smoke")
+  assert config.embeddings == "llama"
+  r = ex.run(config, str(tmp_path))
+  assert r["finite"] and r["setting"]["embeddings"] == "llama"
+  assert os.path.exists(tmp_path / "concept_lm" / "metrics.jsonl")
+  for opt in config.optimizers:
+    assert set(r[opt]["accuracy_mean"]) == {
+      f"K{k}" for k in config.num_clusters
+    }
+
+
+def test_llama_mode_width_mismatch_names_the_keys():
+  config = config_lib.get_config("quick,llama,smoke")
+  with config.unlocked():
+    config.dim = config.llama.d_model + 1
+  with pytest.raises(errors.ConfigError, match="config.llama.d_model"):
+    ex.check_config(config)

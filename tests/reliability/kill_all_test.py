@@ -19,6 +19,9 @@ EXPERIMENTS = {
   "compact_memory": ("--config=configs/compact_memory.py:quick,smoke",),
   "dpo_diversity": ("--config=configs/dpo_diversity.py:quick,smoke",),
   "mix": ("--config=configs/mix.py:quick,smoke",),
+  "sfn": ("--config=configs/sfn.py:quick,smoke",),
+  "trpe": ("--config=configs/trpe.py:quick,smoke",),
+  "drag": ("--config=configs/drag.py:quick,smoke",),
   "quartet_llm": ("--config=configs/quartet_llm.py:quick,smoke",),
   "quartet_scaling": ("--config=configs/quartet_scaling.py:quick,smoke",),
   "cdflow_density": (

@@ -122,3 +122,27 @@ def test_bad_pairs_fail_in_one_line(case, match):
 def test_beta_must_be_positive(beta):
   with pytest.raises(errors.ConfigError, match="beta must be a number > 0"):
     alignment.preference_loss(jnp.zeros(2), beta)
+
+
+def test_concept_sequences_carry_concept_and_stance():
+  world = alignment.concept_world(jax.random.key(0), 4, 40, 5)
+  assert world.shape == (4, 2, 5)
+  assert (
+    int(world.min()) >= 4 and int(world.max()) < 44
+  )  # fillers after concepts
+  for k in range(4):  # the two stance subsets of a concept are disjoint
+    assert not set(np.asarray(world[k, 0]).tolist()) & set(
+      np.asarray(world[k, 1]).tolist()
+    )
+  concepts = jnp.array([0, 1, 2, 3, 3])
+  stance = jnp.array([1, -1, 1, -1, 1])
+  pure = alignment.concept_sequences(
+    jax.random.key(1), world, concepts, stance, 12, 40, 1.0
+  )
+  np.testing.assert_array_equal(np.asarray(pure[:, 0]), np.asarray(concepts))
+  for i in range(5):
+    side = 0 if int(stance[i]) > 0 else 1
+    allowed = set(np.asarray(world[int(concepts[i]), side]).tolist())
+    assert set(np.asarray(pure[i, 1:]).tolist()) <= allowed
+  with pytest.raises(errors.ConfigError, match="filler_vocab"):
+    alignment.concept_world(jax.random.key(0), 4, 8, 5)

@@ -105,3 +105,45 @@ def test_window_longer_than_series_fails_in_one_line():
     errors.ShapeError, match="window 16 is longer than the series"
   ):
     explain.osigv(jnp.zeros(8), window=16, stride=4)
+
+
+# ----------------------------------------------------------------------------
+# Cross-view refinement (lib.explain.refine).
+# ----------------------------------------------------------------------------
+
+
+def test_keystone_supports_follow_the_haar_basis():
+  n = 16
+  scores = jnp.zeros(n).at[0].set(5.0)  # the first level-2 approximation
+  t = explain.keystone_time_mask(scores, 2, 1)
+  np.testing.assert_array_equal(np.asarray(t), np.arange(n) < 4)
+  # Seen from the time domain the keystone is the same points; from level 1
+  # the coefficients whose basis touches points 0..3 (2 approx + 2 details).
+  np.testing.assert_array_equal(
+    np.asarray(explain.keystone_in_view(t, 0)), np.asarray(t)
+  )
+  want = np.zeros(n, bool)
+  want[[0, 1, 8, 9]] = True
+  np.testing.assert_array_equal(
+    np.asarray(explain.keystone_in_view(t, 1)), want
+  )
+
+
+def test_greedy_deletion_on_a_linear_model_matches_brute_force():
+  n = 12
+  w = jnp.asarray(np.random.default_rng(0).normal(size=n))
+  x = jnp.ones(n)
+  f = lambda s: jnp.dot(w, s)
+  cands = jnp.asarray(np.eye(n, dtype=bool))  # single points
+  order, probs, mask = explain.greedy_deletion(f, x, jnp.zeros(n), cands, 3, 5)
+  # Deleting point i lowers f by w_i: greedy takes the 3 largest w, then stops.
+  top3 = np.argsort(-np.asarray(w))[:3]
+  np.testing.assert_array_equal(np.asarray(order[:3]), top3)
+  np.testing.assert_array_equal(np.asarray(order[3:]), [-1, -1])
+  assert int(mask.sum()) == 3
+  np.testing.assert_allclose(
+    probs[2], float(w.sum() - np.sort(np.asarray(w))[::-1][:3].sum()), rtol=1e-5
+  )
+  assert np.all(np.diff(np.asarray(probs)) <= 1e-6)
+  with pytest.raises(errors.ShapeError, match="candidates"):
+    explain.greedy_deletion(f, x, jnp.zeros(n), cands[:, :5], 3, 2)

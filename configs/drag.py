@@ -1,0 +1,46 @@
+r"""DRAG vs Skew-Fit vs RIG on a U-maze: coverage of visited and imagined states.
+
+Run (the CPU reproduction, < 2 min on 2 cores):
+  python -m experiments.drag --config configs/drag.py:quick --workdir runs/drag
+Variants: (default) more iterations and seeds; quick: what the reproduce
+  report runs; add ',smoke' for a seconds-long run.
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  common.check_variant(arg.variant, ("paper", "quick"))
+  config = ml_collections.ConfigDict()
+  config.variant = arg.variant
+  config.start = (0.1, 0.1)  # (x, y) in the top-left arm of the U
+  config.walkers = (
+    8  # E goal-reaching walkers, positions kept across iterations
+  )
+  config.horizon = 20  # H steps towards each imagined goal
+  config.iterations = 600
+  config.vae_steps = 4  # G weighted VAE steps per iteration
+  config.batch_size = 128
+  config.latent = 2
+  config.beta = 1.0
+  config.lr = 1e-3
+  config.weighter_lr = 1e-3
+  config.taus = (0.5, 1.0, 2.0)  # DRAG temperatures
+  config.seeds = 5
+  config.train = common.train_config(log_every=25)
+  if arg.variant == "quick":
+    config.seeds = 4
+    config.iterations = 400
+  if arg.smoke:
+    config.iterations = 4
+    config.walkers = 2
+    config.horizon = 3
+    config.vae_steps = 2
+    config.batch_size = 8
+    config.seeds = 2
+    config.taus = (1.0,)
+    config.train.update(log_every=2)
+  return common.lock(config)

@@ -1,0 +1,48 @@
+r"""TRPE: multi-agent state-entropy pretraining on a two-room grid.
+
+Run (the CPU reproduction, < 2 min on 2 cores):
+  python -m experiments.trpe --config configs/trpe.py:quick --workdir runs/trpe
+Variants: (default) more seeds and epochs; quick: what the reproduce report
+  runs; add ',smoke' for a seconds-long run.
+"""
+
+import ml_collections
+
+from configs import common
+
+
+def get_config(arg=None):
+  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  common.check_variant(arg.variant, ("paper", "quick"))
+  config = ml_collections.ConfigDict()
+  config.variant = arg.variant
+  config.objectives = ("joint", "disjoint", "mixture")
+  # The world: size x size, a wall down the middle column with one door;
+  # both agents start in the left room.
+  config.size = 12
+  config.starts = ((1, 1), (2, 1))
+  config.horizon = 60  # H (spec: 60 for the 12 x 12 grid)
+  config.trajectories = 16  # N per epoch
+  config.epochs = 200
+  # Tabular policies: Adam on the logits with a much larger rate than the
+  # code's 1e-5 for networks, and a policy-KL trust region (spec: 0.05-0.5).
+  config.learning_rate = 0.1
+  config.kl_threshold = 0.1
+  config.max_off_iters = 20
+  config.seeds = 8  # independent runs per objective, vmapped
+  config.eval_trajectories = 64
+  # Downstream: both agents in the right room at the same step (sparse).
+  config.finetune = dict(epochs=40, trajectories=16, lr=1.0)
+  config.train = common.train_config(log_every=20)
+  if arg.variant == "quick":
+    config.seeds = 6
+  if arg.smoke:
+    config.size = 6
+    config.horizon = 10
+    config.trajectories = 4
+    config.epochs = 4
+    config.seeds = 2
+    config.eval_trajectories = 4
+    config.finetune.update(epochs=4, trajectories=4)
+    config.train.update(log_every=2)
+  return common.lock(config)

@@ -1,0 +1,88 @@
+"""Claims of "Who Reasons in the Large Language Models?" (Shao & Wu, NeurIPS 2025).
+
+The paper's models are Qwen2.5 / DeepSeek-R1-Distill (1.5B-32B) on AIME;
+ours is the spec's tiny-model protocol (extended_papers.md section 8): a
+2-layer Llama A trained on a grammar with direct-answer addition, B = A
+fine-tuned on 3-digit addition with a scratchpad; 3 seeds (independent A/B
+pairs), 95 % t intervals over seeds. Reasoning accuracy = level IV (right
+answer, every scratchpad step right) on 1,000 held-out problems. Whether
+o_proj carries the reasoning in so small a model is an empirical question:
+these rows answer it, they are not tuned to pass.
+"""
+
+import functools
+
+from experiments.claims.report import NO_PAPER_VALUE
+from experiments.claims.report import banded
+
+_COMMON = dict(paper="sfn", experiment="sfn", config="quick")
+
+
+_claim = functools.partial(banded, **_COMMON)
+
+
+CLAIMS = [
+  _claim(
+    "sfn_o_proj_largest_delta",
+    "delta.o_minus_max_other_relative",
+    "Fine-tuning for reasoning changes o_proj the most (largest or second "
+    "largest l2 change among the modules).",
+    "o_proj largest or 2nd largest",
+    "q, k, v, gate, up, down: the largest relative change among them",
+    "> 0",
+    "Ours: relative Frobenius change |W_B - W_A| / |W_A| over all layers "
+    "(modules differ in size, so the raw norm would favour the MLP); "
+    "`delta.o_rank_relative` in results.json is o's rank per seed.",
+    "delta_norms.png",
+  ),
+  _claim(
+    "sfn_o_proj_bimodal",
+    "delta.o_bimodality_minus_uniform",
+    "o_proj's histogram of relative changes (W_B - W_A) / W_A is bimodal.",
+    "bimodal (figure)",
+    "a uniform histogram's bimodality coefficient, 5/9",
+    "> 0",
+    "Ours: Sarle's bimodality coefficient of the relative changes minus "
+    "5/9; `delta.bimodality` lists every module's.",
+    "relative_change_hist.png",
+  ),
+  _claim(
+    "sfn_merge_o_transfers_reasoning",
+    "merge_o_minus_a",
+    "Merging only o_proj from the reasoning model into the base model gives "
+    "correct reasoning (level IV) the base model lacks.",
+    "level-IV answers on some AIME-2024 questions",
+    "A, the base model",
+    "> 0",
+    "Ours: level-IV accuracy of A + o_proj(B), all layers, norms kept from "
+    "A, minus A's.",
+    "merge_freeze.png",
+  ),
+  _claim(
+    "sfn_merge_o_best_single",
+    "merge_o_minus_best_other",
+    "o_proj is the module whose merge carries reasoning; merging other "
+    "modules does not (it often breaks the model).",
+    NO_PAPER_VALUE,
+    "the best single-module merge of q, k, v, gate, up, down",
+    "> 0",
+    "Ours: per seed, merge-o accuracy minus the best other single merge.",
+    "merge_freeze.png",
+  ),
+  _claim(
+    "sfn_freeze_o_beats_other_modules",
+    "freeze_o_minus_best_other",
+    "Fine-tuning only o_proj recovers more of the reasoning gain than "
+    "fine-tuning only the other modules.",
+    NO_PAPER_VALUE,
+    "the best of training {q, k, v}, the MLP, or neither (each run also "
+    "trains the embedding, head and norms), same steps and data",
+    "> 0",
+    "Ours: equal step budgets and data; o has d^2 trainable weights per "
+    "layer against 3 d^2 for q, k, v and 3 d h for the MLP; every run also "
+    "trains the embedding, LM head and norms (the paper's 'plus what is "
+    "needed for fluency'). "
+    "`freeze_o_recovered_fraction` is o's share of B's gain.",
+    "merge_freeze.png",
+  ),
+]

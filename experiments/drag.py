@@ -1,0 +1,296 @@
+"""DRAG vs Skew-Fit vs RIG: whose VAE imagines goals that cover a maze?
+
+Castanet, Sigaud, Lamprier, "Imagine Beyond! Distributionally Robust
+Auto-Encoding for State Space Coverage in Online RL" (NeurIPS 2025; no
+code). The CPU reproduction (spec: extended_papers.md section 7), isolating
+the representation from RL:
+
+- a 2-D point in a U-shaped maze (`lib.rl.drag.U_MAZE`), observed as a
+  16 x 16 rendered image; E walkers keep their positions across iterations;
+- each iteration every walker draws a goal from the VAE prior (z ~ N(0, I),
+  decoded, soft-argmax position), walks greedily towards it in true state
+  for H steps (sliding along walls), and its states join the buffer;
+- the beta-VAE then takes G steps on buffer batches weighted by the method:
+  uniform (RIG), Skew-Fit (alpha = -1: softmax of the per-sample loss, the
+  model's own -log-density proxy), or DRAG (a neural weighter f_psi ascends
+  sum w l - tau KL(w || uniform), w = softmax(f_psi); tau in config.taus).
+- metrics: visited coverage (fraction of free cells ever visited), the
+  entropy of the visited-cell histogram, and imagined coverage (cells of
+  decoded prior samples).
+
+Each method is one `lib.train.train` run with its seeds vmapped; reruns
+resume.
+
+Run: python -m experiments.drag --config configs/drag.py:quick --workdir runs/drag
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import logging
+
+from experiments import _checks
+from experiments import _cli
+from lib import train as train_lib
+from lib.core import errors
+from lib.core import rng
+from lib.core import stats
+from lib.rl import drag
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  for key in ("iterations", "walkers", "horizon", "vae_steps", "batch_size"):
+    _checks.integer(config[key], f"config.{key}")
+  _checks.multiple_of(
+    config.iterations, config.train.log_every, "config.iterations"
+  )
+  _checks.integer(config.seeds, "config.seeds")
+  _checks.integer(config.latent, "config.latent")
+  _checks.number(config.beta, "config.beta", above=0)
+  _checks.number(config.lr, "config.lr", above=0)
+  for i, tau in enumerate(config.taus):
+    try:
+      drag.check_tau(tau)
+    except errors.ConfigError as e:
+      raise errors.ConfigError(f"config.taus[{i}]: {e}") from None
+  start = jnp.asarray(config.start, jnp.float32)
+  if not bool(drag.is_free(start)):
+    raise errors.ConfigError(
+      f"config.start={tuple(config.start)} lies inside a wall or off the maze"
+    )
+
+
+def methods(config) -> list:
+  return ["rig", "skewfit"] + [f"drag_tau{t:g}" for t in config.taus]
+
+
+def run_method(config, method: str, workdir: str) -> dict:
+  """One method's online loop over stacked seeds; final state."""
+  vae = drag.VAE(latent=config.latent)
+  weighter = drag.Weighter()
+  tx = optax.adam(config.lr)
+  wtx = optax.adam(config.weighter_lr)
+  seeds, walkers = config.seeds, config.walkers
+  cap = config.iterations * walkers * config.horizon + 1
+  start = jnp.asarray(config.start, jnp.float32)
+  tau = float(method.split("tau")[1]) if method.startswith("drag") else 1.0
+  pix = 16
+
+  def init_one(key):
+    k_v, k_w = jax.random.split(key)
+    vp = vae.init(k_v, jnp.zeros((1, pix * pix)), jax.random.key(0))
+    wp = weighter.init(k_w, jnp.zeros((1, pix * pix)))
+    buf = jnp.zeros((cap, 2)).at[0].set(start)
+    return {
+      "vae": vp,
+      "opt": tx.init(vp),
+      "w": wp,
+      "wopt": wtx.init(wp),
+      "buffer": buf,
+      "count": jnp.ones((), jnp.int32),
+      "walkers": jnp.tile(start, (walkers, 1)),
+    }
+
+  def init_fn(key):
+    return jax.vmap(init_one)(jax.random.split(key, seeds))
+
+  def one_seed(s, key, step):
+    k_goal, k_train = jax.random.split(key)
+    # Goals from the prior, reached greedily; states join the buffer.
+    z = jax.random.normal(k_goal, (walkers, config.latent))
+    img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
+    goals = drag.decode_position(img)
+    paths = jax.vmap(lambda p, g: drag.reach(p, g, config.horizon))(
+      s["walkers"], goals
+    )  # [E, H, 2]
+    new = paths.reshape(-1, 2)
+    buf = jax.lax.dynamic_update_slice(s["buffer"], new, (s["count"], 0))
+    count = s["count"] + new.shape[0]
+
+    def vae_step(c, k):
+      vp, opt, wp, wopt = c
+      k_idx, k_eps, k_noise = jax.random.split(k, 3)
+      idx = jax.random.randint(k_idx, (config.batch_size,), 0, count)
+      x = drag.render(buf[idx])
+
+      def losses(v):
+        return vae.apply(v, x, k_eps, config.beta)
+
+      l_now = jax.lax.stop_gradient(losses(vp))
+      if method == "rig":
+        w = jnp.full((config.batch_size,), 1.0 / config.batch_size)
+      elif method == "skewfit":
+        # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
+        w = drag.skewfit_weights(-l_now, -1.0)
+      else:
+        w = jax.nn.softmax(weighter.apply(wp, x))
+        wg = jax.grad(
+          lambda p: -drag.dro_objective(weighter.apply(p, x), l_now, tau)
+        )(wp)
+        wu, wopt = wtx.update(wg, wopt, wp)
+        wp = optax.apply_updates(wp, wu)
+        w = jax.lax.stop_gradient(w)
+      value, g = jax.value_and_grad(lambda v: jnp.sum(w * losses(v)))(vp)
+      u, opt = tx.update(g, opt, vp)
+      return (optax.apply_updates(vp, u), opt, wp, wopt), value
+
+    (vp, opt, wp, wopt), values = jax.lax.scan(
+      vae_step,
+      (s["vae"], s["opt"], s["w"], s["wopt"]),
+      jax.random.split(k_train, config.vae_steps),
+    )
+    out = {
+      "vae": vp,
+      "opt": opt,
+      "w": wp,
+      "wopt": wopt,
+      "buffer": buf,
+      "count": count,
+      "walkers": paths[:, -1],
+    }
+    return out, jnp.mean(values)
+
+  def step_fn(state, batch, key, step):
+    del batch
+    keys = jax.random.split(rng.stream(key, "drag"), seeds)
+    state, loss = jax.vmap(one_seed, in_axes=(0, 0, None))(state, keys, step)
+    return state, {"loss": loss}
+
+  def eval_fn(state, data):
+    del data
+    return jax.vmap(lambda s: measure(config, vae, s, jax.random.key(7)))(state)
+
+  cfg = config.train.copy_and_resolve_references()
+  cfg.unlock()
+  cfg.num_steps = config.iterations
+  cfg.checkpoint_every = config.iterations
+  cfg.eval_every = config.train.log_every
+  state, history = train_lib.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=cfg,
+    eval_fn=eval_fn,
+    name=f"drag/{method}",
+    runs=tuple(f"seed{i}" for i in range(seeds)),
+  )
+  final = jax.device_get(eval_fn(state, None))
+  curve = {}
+  for row in history:
+    if "visited_coverage" in row:
+      curve.setdefault(int(row["step"]), []).append(row["visited_coverage"])
+  visited = np.asarray(state["buffer"])[0, : int(np.asarray(state["count"])[0])]
+  imagined = np.asarray(
+    imagine(config, vae, jax.tree.map(lambda x: x[0], state))
+  )
+  return {
+    "final": {k: np.asarray(v) for k, v in final.items()},
+    "curve": {k: float(np.mean(v)) for k, v in sorted(curve.items())},
+    "visited_seed0": visited,
+    "imagined_seed0": imagined,
+  }
+
+
+def imagine(config, vae, s, n: int = 512):
+  z = jax.random.normal(jax.random.key(3), (n, config.latent))
+  img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
+  return drag.decode_position(img)
+
+
+def measure(config, vae, s, key) -> dict:
+  """Visited / imagined coverage and visited-cell entropy of one run."""
+  cap = s["buffer"].shape[0]
+  valid = (jnp.arange(cap) < s["count"]).astype(jnp.float32)
+  cells = drag.cell_of(s["buffer"])
+  hit, ent = drag.coverage(cells, weights=valid)
+  del key
+  ic, ie = drag.coverage(drag.cell_of(imagine(config, vae, s)))
+  return {
+    "visited_coverage": hit,
+    "visited_entropy": ent,
+    "imagined_coverage": ic,
+    "imagined_entropy": ie,
+  }
+
+
+def run(config, workdir) -> dict:
+  check_config(config)
+  train_lib.prepare_run(workdir, config)
+  names = methods(config)
+  sweep = train_lib.Sweep(len(names), name="drag")
+  out = {}
+  for m in names:
+    with sweep.run(m):
+      out[m] = run_method(config, m, os.path.join(workdir, m))
+  results = {"methods": {}}
+  for m in names:
+    f = out[m]["final"]
+    results["methods"][m] = {k: stats.band(v) for k, v in f.items()}
+    results["methods"][m]["coverage_curve"] = out[m]["curve"]
+  rig = out["rig"]["final"]["visited_coverage"]
+  for m in names[1:]:
+    results[f"{m}_minus_rig_coverage"] = stats.band(
+      out[m]["final"]["visited_coverage"] - rig
+    )
+  results["finite"] = bool(
+    all(np.all(np.isfinite(out[m]["final"]["visited_entropy"])) for m in names)
+  )
+  results["setting"] = {
+    "iterations": config.iterations,
+    "walkers": config.walkers,
+    "horizon": config.horizon,
+    "seeds": config.seeds,
+    "free_cells": int((~drag.U_MAZE).sum()),
+  }
+  for m in names:
+    r = results["methods"][m]
+    logging.info(
+      "%-12s visited coverage %.3f  entropy %.3f  imagined coverage %.3f",
+      m,
+      r["visited_coverage"]["mean"],
+      r["visited_entropy"]["mean"],
+      r["imagined_coverage"]["mean"],
+    )
+  figures(workdir, names, out, results)
+  return train_lib.write_results(workdir, results)
+
+
+def figures(workdir, names, out, results) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  fig, axes = plt.subplots(2, len(names), figsize=(2.8 * len(names), 5.6))
+  walls = drag.U_MAZE
+  for j, m in enumerate(names):
+    for i, (key, title) in enumerate(
+      (("visited_seed0", "visited"), ("imagined_seed0", "imagined"))
+    ):
+      ax = axes[i, j]
+      ax.imshow(walls, cmap="gray_r", extent=(0, 1, 1, 0), alpha=0.5)
+      p = out[m][key]
+      ax.scatter(p[:, 0], p[:, 1], s=1, alpha=0.3)
+      ax.set(xlim=(0, 1), ylim=(1, 0), xticks=[], yticks=[])
+      ax.set_title(f"{m}: {title}", fontsize=8)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "visited_imagined.png"), dpi=120)
+  plt.close(fig)
+
+  fig, ax = plt.subplots(figsize=(5, 3.4))
+  for m in names:
+    c = results["methods"][m]["coverage_curve"]
+    ax.plot(list(map(int, c)), list(c.values()), marker="o", ms=3, label=m)
+  ax.set(xlabel="iteration", ylabel="visited coverage", title="U-maze")
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "coverage.png"), dpi=120)
+  plt.close(fig)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

@@ -1,0 +1,303 @@
+"""TRPE: multi-agent state-entropy pretraining, joint vs disjoint vs mixture.
+
+Zamboni, Mutti, Restelli, "Towards Principled Unsupervised Multi-Agent
+Reinforcement Learning" (NeurIPS 2025, arXiv 2502.08365): n agents pretrain
+task-agnostic policies by maximising a state entropy; of the joint, disjoint
+(per agent) and mixture (entropy of the mean of the agents' marginals)
+objectives the mixture is argued to be the tractable, effective one, and
+mixture-pretrained policies transfer best to sparse-reward tasks.
+
+The CPU reproduction (spec: extended_papers.md section 6): a 12 x 12
+two-room grid with a door, 2 agents starting in the left room, tabular
+softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, every
+seed a run of one vmapped `lib.train.train`. Then per objective: the
+finite-trial entropies and the coverage (fraction of free cells either agent
+visits in one episode) of fresh episodes, visitation heat maps, and the
+downstream team task (both agents in the right room at once): zero-shot
+success and REINFORCE fine-tuning from each pretrained policy and from the
+uniform policy, at equal budgets.
+
+Run: python -m experiments.trpe --config configs/trpe.py:quick --workdir runs/trpe
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+
+from experiments import _checks
+from experiments import _cli
+from lib import rl
+from lib import train as train_lib
+from lib.core import errors
+from lib.core import rng
+from lib.core import stats
+
+
+def check_config(config) -> None:
+  """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.names(config.objectives, rl.trpe.OBJECTIVES, "config.objectives")
+  _checks.integer(config.size, "config.size", minimum=4)
+  _checks.integer(config.seeds, "config.seeds")
+  _checks.integer(config.epochs, "config.epochs")
+  _checks.multiple_of(config.epochs, config.train.log_every, "config.epochs")
+  _checks.integer(config.finetune.epochs, "config.finetune.epochs")
+  _checks.multiple_of(
+    config.finetune.epochs, config.train.log_every, "config.finetune.epochs"
+  )
+  _checks.integer(
+    config.eval_trajectories, "config.eval_trajectories", minimum=2
+  )
+  _checks.number(config.finetune.lr, "config.finetune.lr", above=0)
+  try:
+    make_grid(config)
+    trpe_config(config, config.objectives[0])
+  except errors.ConfigError as e:
+    raise errors.ConfigError(f"config: {e}") from None
+
+
+def make_grid(config) -> rl.grid.Grid:
+  return rl.grid.two_rooms(config.size, starts=tuple(map(tuple, config.starts)))
+
+
+def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
+  return rl.trpe.TRPEConfig(
+    objective=objective,
+    trajectories=config.trajectories,
+    horizon=config.horizon,
+    kl_threshold=config.kl_threshold,
+    max_off_iters=config.max_off_iters,
+    learning_rate=config.learning_rate,
+  )
+
+
+def _train_cfg(config, steps):
+  cfg = config.train.copy_and_resolve_references()
+  cfg.unlock()
+  cfg.num_steps = steps
+  cfg.checkpoint_every = steps
+  return cfg
+
+
+def pretrain(config, grid, objective: str, workdir: str):
+  """TRPE on one objective; logits [S, n, cells, 4] (one run per seed)."""
+  tcfg = trpe_config(config, objective)
+  seeds = config.seeds
+
+  def init_fn(key):
+    del key
+    return jnp.stack([rl.trpe.init(grid)] * seeds)
+
+  def step_fn(logits, batch, key, step):
+    del batch, step
+    keys = jax.random.split(rng.stream(key, "trpe"), seeds)
+    return jax.vmap(lambda lg, k: rl.trpe.epoch(grid, tcfg, lg, k))(
+      logits, keys
+    )
+
+  logits, _ = train_lib.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=_train_cfg(config, config.epochs),
+    name=f"trpe/{objective}",
+    runs=tuple(f"seed{s}" for s in range(seeds)),
+    finite_keys=("loss",),
+  )
+  return logits
+
+
+def finetune(config, grid, start_logits, name: str, workdir: str):
+  """REINFORCE on the team task from stacked logits; success per epoch [S, E].
+
+  The state carries the success curve, so a resumed run returns all of it.
+  """
+  f = config.finetune
+  goal = jnp.asarray(rl.grid.right_room(grid))
+  seeds = config.seeds
+
+  def init_fn(key):
+    del key
+    return {
+      "logits": start_logits,
+      "curve": jnp.zeros((seeds, f.epochs), jnp.float32),
+    }
+
+  def step_fn(state, batch, key, step):
+    del batch
+    keys = jax.random.split(rng.stream(key, "reinforce"), seeds)
+    new, success = jax.vmap(
+      lambda lg, k: rl.trpe.reinforce_epoch(
+        grid, lg, k, goal, f.trajectories, config.horizon, f.lr
+      )
+    )(state["logits"], keys)
+    curve = state["curve"].at[:, step].set(success)
+    return {"logits": new, "curve": curve}, {
+      "success": success,
+      "loss": -success,
+    }
+
+  state, _ = train_lib.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=_train_cfg(config, f.epochs),
+    name=f"trpe/finetune_{name}",
+    runs=tuple(f"seed{s}" for s in range(seeds)),
+    finite_keys=("loss",),
+  )
+  return np.asarray(state["curve"])
+
+
+def evaluate(config, grid, logits, key) -> dict:
+  """Per seed: entropies, coverage, zero-shot success; pooled visitation."""
+  goal = jnp.asarray(rl.grid.right_room(grid))
+  free = jnp.asarray(grid.free_cells())
+  tcfg = rl.trpe.TRPEConfig(
+    trajectories=config.eval_trajectories, horizon=config.horizon
+  )
+
+  def one(lg, k):
+    cells, _ = rl.trpe.sample(grid, lg, k, tcfg)  # [N, T+1, n]
+    ent = jax.vmap(rl.entropy.trajectory_entropies)(cells)
+    visits = jax.vmap(
+      lambda c: jnp.zeros(grid.num_cells).at[c.reshape(-1)].add(1.0)
+    )(cells)  # [N, cells]
+    coverage = jnp.sum((visits > 0) & free, axis=1) / jnp.sum(free)
+    return {
+      "joint_entropy": jnp.mean(ent["joint"]),
+      "mixture_entropy": jnp.mean(ent["mixture"]),
+      "agent_entropy": jnp.mean(ent["agents"]),
+      "coverage": jnp.mean(coverage),
+      "zero_shot_success": jnp.mean(rl.trpe.team_success(cells, goal)),
+      "visits": jnp.sum(visits, axis=0),
+    }
+
+  keys = jax.random.split(key, config.seeds)
+  out = jax.jit(jax.vmap(one))(logits, keys)
+  return {k: np.asarray(v) for k, v in out.items()}
+
+
+def run(config, workdir) -> dict:
+  check_config(config)
+  train_lib.prepare_run(workdir, config)
+  grid = make_grid(config)
+  sources = ["uniform"] + list(config.objectives)
+  sweep = train_lib.Sweep(len(config.objectives) + len(sources), name="trpe")
+  logits = {"uniform": jnp.stack([rl.trpe.init(grid)] * config.seeds)}
+  for objective in config.objectives:
+    with sweep.run(f"pretrain {objective}"):
+      logits[objective] = pretrain(
+        config, grid, objective, os.path.join(workdir, objective)
+      )
+  ev = {
+    name: evaluate(config, grid, lg, jax.random.key(config.train.seed + 11))
+    for name, lg in logits.items()
+  }
+  curves = {}
+  for name in sources:
+    with sweep.run(f"fine-tune from {name}"):
+      curves[name] = finetune(
+        config,
+        grid,
+        logits[name],
+        name,
+        os.path.join(workdir, f"finetune_{name}"),
+      )
+
+  results = {"sources": {}}
+  for name in sources:
+    e = ev[name]
+    auc = curves[name].mean(axis=1)
+    results["sources"][name] = {
+      k: stats.band(e[k])
+      for k in (
+        "joint_entropy",
+        "mixture_entropy",
+        "agent_entropy",
+        "coverage",
+        "zero_shot_success",
+      )
+    }
+    results["sources"][name]["finetune_success_auc"] = stats.band(auc)
+    results["sources"][name]["finetune_curve"] = (
+      curves[name].mean(axis=0).tolist()
+    )
+  if {"mixture", "disjoint"} <= set(config.objectives):
+    results["mixture_minus_disjoint_coverage"] = stats.band(
+      ev["mixture"]["coverage"] - ev["disjoint"]["coverage"]
+    )
+  if "mixture" in config.objectives:
+    others = [s for s in sources if s != "mixture"]
+    auc = {s: curves[s].mean(axis=1) for s in sources}
+    results["mixture_minus_best_other_finetune"] = stats.band(
+      auc["mixture"] - np.max([auc[s] for s in others], axis=0)
+    )
+    zs = {s: ev[s]["zero_shot_success"] for s in sources}
+    results["mixture_minus_best_other_zero_shot"] = stats.band(
+      zs["mixture"] - np.max([zs[s] for s in others], axis=0)
+    )
+  results["finite"] = bool(
+    all(np.all(np.isfinite(np.asarray(lg))) for lg in logits.values())
+  )
+  results["setting"] = {
+    "size": config.size,
+    "horizon": config.horizon,
+    "epochs": config.epochs,
+    "seeds": config.seeds,
+    "free_cells": int(grid.free_cells().sum()),
+  }
+  for name in sources:
+    r = results["sources"][name]
+    logging.info(
+      "%-9s coverage %.3f  mixture H %.3f  joint H %.3f  zero-shot %.3f  "
+      "fine-tune AUC %.3f",
+      name,
+      r["coverage"]["mean"],
+      r["mixture_entropy"]["mean"],
+      r["joint_entropy"]["mean"],
+      r["zero_shot_success"]["mean"],
+      r["finetune_success_auc"]["mean"],
+    )
+  figures(workdir, grid, sources, ev, results)
+  return train_lib.write_results(workdir, results)
+
+
+def figures(workdir, grid, sources, ev, results) -> None:
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  h, w = grid.shape
+  walls = np.asarray(grid.walls)
+  fig, axes = plt.subplots(1, len(sources), figsize=(3.2 * len(sources), 3.2))
+  for ax, name in zip(np.atleast_1d(axes), sources):
+    v = ev[name]["visits"].sum(0).reshape(h, w)
+    v = np.where(walls, np.nan, v / max(v.sum(), 1))
+    ax.imshow(v, cmap="viridis")
+    ax.imshow(np.where(walls, 1.0, np.nan), cmap="gray_r", vmin=0, vmax=1)
+    cov = results["sources"][name]["coverage"]["mean"]
+    ax.set(title=f"{name} (coverage {cov:.2f})", xticks=[], yticks=[])
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "visitation.png"), dpi=120)
+  plt.close(fig)
+
+  fig, ax = plt.subplots(figsize=(5, 3.4))
+  for name in sources:
+    ax.plot(results["sources"][name]["finetune_curve"], label=name)
+  ax.set(
+    xlabel="REINFORCE epoch",
+    ylabel="team success",
+    title="downstream: both agents in the far room",
+  )
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(os.path.join(workdir, "finetune.png"), dpi=120)
+  plt.close(fig)
+
+
+if __name__ == "__main__":
+  _cli.main(run)

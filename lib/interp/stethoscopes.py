@@ -1,0 +1,358 @@
+"""The four stethoscopes of "Who Reasons in the Large Language Models?".
+
+Shao & Wu (NeurIPS 2025, arXiv 2505.20993) compare a base model A with B, A
+fine-tuned for reasoning, module by module, and argue that reasoning lives
+mainly in `o_proj`, the attention output projection:
+
+- Delta: per module and layer, the l2 change |w(B) - w(A)| and the histogram
+  of relative changes (w(B) - w(A)) / w(A); the paper finds o_proj's change
+  large and its relative-change histogram bimodal.
+- Merge: A with chosen modules copied from B. Norms are not merged unless
+  asked (the authors' rebuttal).
+- Freeze: fine-tune A with only chosen modules trainable.
+- Destruction: zero or perturb a module and watch what breaks.
+
+Every tool is a pure function of parameter trees. Modules are chosen by name
+over the flax parameter tree (`select`), with patterns that match Llama/Qwen
+style names (`q_proj`, `o_proj`, `gate_proj`, ...), common flax names
+(`query`, `out`, ...) and ours; pass `patterns=` for any other naming. A
+leaf's layer is the first integer of a path part such as `block_3` or
+`layers_3` (`layer_of`).
+
+The authors released no code; these tools follow the paper's description
+(spec: extended_papers.md section 8).
+"""
+
+import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lib.core import errors
+
+# Module name -> regular expression searched in the leaf's path
+# ("block_0/o_proj/kernel"). The default set covers Llama/Qwen/Mistral names,
+# flax's MultiHeadDotProductAttention (query/key/value/out) and ours.
+DEFAULT_PATTERNS: dict[str, str] = {
+  "q": r"(^|/)(q_proj|query|wq|q)(/|$)",
+  "k": r"(^|/)(k_proj|key|wk|k)(/|$)",
+  "v": r"(^|/)(v_proj|value|wv|v)(/|$)",
+  "o": r"(^|/)(o_proj|out_proj|out|wo|o)(/|$)",
+  "gate": r"(^|/)(gate_proj|w1|gate)(/|$)",
+  "up": r"(^|/)(up_proj|w3|up)(/|$)",
+  "down": r"(^|/)(down_proj|w2|down)(/|$)",
+  "norm": r"(^|/)[^/]*(norm|ln)[^/]*(/|$)",
+  "embed": r"(^|/)(embed|embedding|embed_tokens|wte|Embed_\d+)(/|$)",
+  "head": r"(^|/)(lm_head|head|unembed)(/|$)",
+}
+# Shorthands of the paper's groups.
+GROUPS: dict[str, tuple[str, ...]] = {
+  "attn": ("q", "k", "v", "o"),
+  "qkv": ("q", "k", "v"),
+  "mlp": ("gate", "up", "down"),
+  "linears": ("q", "k", "v", "o", "gate", "up", "down"),
+  "all": ("q", "k", "v", "o", "gate", "up", "down", "norm", "embed", "head"),
+}
+
+
+def path_name(path) -> str:
+  """'block_0/o_proj/kernel' for a jax tree path."""
+  parts = []
+  for p in path:
+    for attr in ("key", "name", "idx"):
+      if hasattr(p, attr):
+        parts.append(str(getattr(p, attr)))
+        break
+    else:
+      parts.append(str(p))
+  return "/".join(parts)
+
+
+def layer_of(name: str) -> int | None:
+  """The layer index of a leaf path ('block_3/...' -> 3), None outside layers."""
+  for part in name.split("/"):
+    m = re.fullmatch(r"(?:block|blocks|layer|layers|h|Block)_?(\d+)", part)
+    if m:
+      return int(m.group(1))
+  return None
+
+
+def expand(modules: Iterable[str], patterns: Mapping[str, str]) -> tuple:
+  """Module names with groups ('attn', 'mlp', ...) expanded; unknown -> error."""
+  if isinstance(modules, str):
+    modules = (modules,)
+  out = []
+  for m in modules:
+    if m in patterns:
+      out.append(m)
+    elif m in GROUPS:
+      out.extend(GROUPS[m])
+    else:
+      raise errors.ConfigError(
+        f"unknown module {m!r}: known modules {sorted(patterns)}, "
+        f"groups {sorted(GROUPS)}"
+      )
+  return tuple(dict.fromkeys(out))
+
+
+def module_of(name: str, patterns: Mapping[str, str] = DEFAULT_PATTERNS):
+  """The first module whose pattern matches the leaf path, or None."""
+  for module, pattern in patterns.items():
+    if re.search(pattern, name):
+      return module
+  return None
+
+
+def select(
+  params,
+  modules: Iterable[str],
+  *,
+  layers: Sequence[int] | None = None,
+  patterns: Mapping[str, str] = DEFAULT_PATTERNS,
+):
+  """A tree of bools like `params`: True on the leaves of `modules`.
+
+  Args:
+    params: any parameter tree (flax variables or their 'params').
+    modules: names of `patterns` or groups ('attn', 'qkv', 'mlp', 'linears',
+      'all'); an empty sequence selects nothing.
+    layers: only these layer indices (None: every layer, and leaves outside
+      layers such as the embedding).
+    patterns: module name -> regex searched in 'block_0/o_proj/kernel'.
+
+  Raises:
+    ConfigError: an unknown module name, or a named module that matches no
+      leaf of `params`.
+  """
+  wanted = expand(modules, patterns)
+  found = set()
+
+  def pick(path, _):
+    name = path_name(path)
+    module = module_of(name, patterns)
+    if module not in wanted:
+      return False
+    if layers is not None and layer_of(name) not in set(layers):
+      return False
+    found.add(module)
+    return True
+
+  mask = jax.tree_util.tree_map_with_path(pick, params)
+  missing = [m for m in wanted if m not in found]
+  if missing:
+    raise errors.ConfigError(
+      f"modules {missing} match no parameter"
+      + (f" in layers {list(layers)}" if layers is not None else "")
+      + "; pass patterns= for this model's names"
+    )
+  return mask
+
+
+def check_same_structure(a, b) -> None:
+  """ConfigError unless a and b have the same tree structure and shapes."""
+  ta, tb = jax.tree.structure(a), jax.tree.structure(b)
+  if ta != tb:
+    raise errors.ConfigError(
+      "the two parameter trees differ in structure: "
+      f"{len(jax.tree.leaves(a))} vs {len(jax.tree.leaves(b))} leaves "
+      "(compare two checkpoints of the same model)"
+    )
+  for (path, x), y in zip(
+    jax.tree_util.tree_leaves_with_path(a), jax.tree.leaves(b)
+  ):
+    if np.shape(x) != np.shape(y):
+      raise errors.ConfigError(
+        f"parameter {path_name(path)} has shape {np.shape(x)} in A but "
+        f"{np.shape(y)} in B"
+      )
+
+
+# ----------------------------------------------------------------------------
+# Merge, Freeze, Destruction.
+# ----------------------------------------------------------------------------
+
+
+def merge(
+  a,
+  b,
+  modules: Iterable[str],
+  *,
+  layers: Sequence[int] | None = None,
+  patterns: Mapping[str, str] = DEFAULT_PATTERNS,
+):
+  """A with the leaves of `modules` (in `layers`) copied from B.
+
+  Norms are copied only when 'norm' is named (the paper keeps A's norms).
+  merge(a, b, ()) is A and merge(a, b, 'all') is B, bit for bit.
+  """
+  check_same_structure(a, b)
+  modules = tuple(modules) if not isinstance(modules, str) else (modules,)
+  if not modules:
+    return a
+  mask = select(a, modules, layers=layers, patterns=patterns)
+  return jax.tree.map(lambda m, x, y: y if m else x, mask, a, b)
+
+
+def freeze(
+  tx: optax.GradientTransformation,
+  params,
+  trainable: Iterable[str],
+  *,
+  layers: Sequence[int] | None = None,
+  patterns: Mapping[str, str] = DEFAULT_PATTERNS,
+) -> optax.GradientTransformation:
+  """`tx` on the `trainable` modules; zero updates (bit-identical) elsewhere.
+
+  Built with `optax.multi_transform`, so `tx`'s state exists only for the
+  trained leaves and anything else in `tx` (weight decay, clipping) never
+  touches a frozen one. (`optax.masked` alone would pass the raw gradient
+  through on the unmasked leaves.)
+  """
+  mask = select(params, trainable, layers=layers, patterns=patterns)
+  labels = jax.tree.map(lambda m: "train" if m else "freeze", mask)
+  return optax.multi_transform(
+    {"train": tx, "freeze": optax.set_to_zero()}, labels
+  )
+
+
+def destroy(
+  params,
+  modules: Iterable[str],
+  *,
+  layers: Sequence[int] | None = None,
+  mode: str = "zero",
+  scale: float = 1.0,
+  key: jax.Array | None = None,
+  patterns: Mapping[str, str] = DEFAULT_PATTERNS,
+):
+  """The chosen module(s) zeroed ('zero') or perturbed ('noise').
+
+  'noise' adds scale * std(w) * N(0, 1) to each selected leaf (needs `key`).
+  """
+  errors.check(
+    mode in ("zero", "noise"),
+    errors.ConfigError,
+    f"mode={mode!r}: 'zero' or 'noise'",
+  )
+  mask = select(params, modules, layers=layers, patterns=patterns)
+  if mode == "zero":
+    return jax.tree.map(
+      lambda m, x: jnp.zeros_like(x) if m else x, mask, params
+    )
+  errors.check(key is not None, errors.ConfigError, "mode='noise' needs a key")
+  leaves, treedef = jax.tree.flatten(params)
+  keys = jax.random.split(key, len(leaves))
+  masks = jax.tree.leaves(mask)
+  out = [
+    x + scale * jnp.std(x) * jax.random.normal(k, x.shape, x.dtype) if m else x
+    for m, x, k in zip(masks, leaves, keys)
+  ]
+  return jax.tree.unflatten(treedef, out)
+
+
+# ----------------------------------------------------------------------------
+# Delta.
+# ----------------------------------------------------------------------------
+
+
+def delta_norms(
+  a, b, *, patterns: Mapping[str, str] = DEFAULT_PATTERNS
+) -> dict:
+  """Per module and layer: |w(B) - w(A)|_2, |w(A)|_2 and the relative change.
+
+  Returns {module: {"layers": [l...], "delta": [...], "norm_a": [...],
+  "relative": [...]}} with Frobenius norms over all of a module's leaves in
+  that layer (a layer of None, e.g. the embedding, is reported as -1), and
+  {module: totals} under "_total" (all layers together).
+  """
+  check_same_structure(a, b)
+  acc: dict = {}
+  for (path, x), y in zip(
+    jax.tree_util.tree_leaves_with_path(a), jax.tree.leaves(b)
+  ):
+    name = path_name(path)
+    module = module_of(name, patterns)
+    if module is None:
+      continue
+    layer = layer_of(name)
+    layer = -1 if layer is None else layer
+    x64 = np.asarray(x, np.float64)
+    d = np.asarray(y, np.float64) - x64
+    slot = acc.setdefault(module, {}).setdefault(layer, [0.0, 0.0])
+    slot[0] += float(np.sum(d * d))
+    slot[1] += float(np.sum(x64 * x64))
+  out = {}
+  total = {}
+  for module, by_layer in acc.items():
+    ls = sorted(by_layer)
+    dd = [by_layer[i][0] for i in ls]
+    aa = [by_layer[i][1] for i in ls]
+    out[module] = {
+      "layers": ls,
+      "delta": [float(np.sqrt(v)) for v in dd],
+      "norm_a": [float(np.sqrt(v)) for v in aa],
+      "relative": [
+        float(np.sqrt(u / v)) if v > 0 else float("inf") for u, v in zip(dd, aa)
+      ],
+    }
+    total[module] = {
+      "delta": float(np.sqrt(sum(dd))),
+      "relative": float(np.sqrt(sum(dd) / sum(aa)))
+      if sum(aa)
+      else float("inf"),
+    }
+  out["_total"] = total
+  return out
+
+
+def relative_changes(
+  a,
+  b,
+  module: str,
+  *,
+  layers: Sequence[int] | None = None,
+  eps: float = 1e-8,
+  patterns: Mapping[str, str] = DEFAULT_PATTERNS,
+) -> np.ndarray:
+  """(w(B) - w(A)) / w(A) over every entry of `module` with |w(A)| > eps."""
+  check_same_structure(a, b)
+  mask = select(a, (module,), layers=layers, patterns=patterns)
+  chunks = []
+  for m, x, y in zip(
+    jax.tree.leaves(mask), jax.tree.leaves(a), jax.tree.leaves(b)
+  ):
+    if not m:
+      continue
+    x = np.asarray(x, np.float64).ravel()
+    y = np.asarray(y, np.float64).ravel()
+    keep = np.abs(x) > eps
+    chunks.append((y[keep] - x[keep]) / x[keep])
+  return np.concatenate(chunks) if chunks else np.zeros((0,))
+
+
+def bimodality_coefficient(x) -> float:
+  """Sarle's sample bimodality coefficient (skew^2 + 1) / (excess kurtosis + k).
+
+  k = 3 (n - 1)^2 / ((n - 2)(n - 3)). A uniform distribution gives 5/9; larger
+  values suggest bimodality (two separated modes approach 1), a normal 1/3.
+  """
+  x = np.asarray(x, np.float64).ravel()
+  n = x.size
+  errors.check(
+    n > 3, errors.ConfigError, f"bimodality needs > 3 values, got {n}"
+  )
+  c = x - x.mean()
+  m2 = np.mean(c**2)
+  if m2 == 0:
+    return float("nan")
+  g = np.mean(c**3) / m2**1.5
+  kurt = np.mean(c**4) / m2**2 - 3.0
+  # Bias-corrected sample skewness and excess kurtosis (SAS's formulas).
+  g1 = g * np.sqrt(n * (n - 1)) / (n - 2)
+  g2 = ((n + 1) * kurt + 6) * (n - 1) / ((n - 2) * (n - 3))
+  return float((g1**2 + 1) / (g2 + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))

@@ -1,0 +1,219 @@
+"""DRAG: distributionally robust auto-encoding for state-space coverage.
+
+Castanet, Sigaud, Lamprier, "Imagine Beyond! Distributionally Robust
+Auto-Encoding for State Space Coverage in Online RL" (NeurIPS 2025, arXiv
+2505.17830; no code released). A beta-VAE fitted to the states an agent has
+visited over-represents the frequent ones, so goals imagined from its prior
+stay near what was seen. DRAG trains the VAE under KL-DRO: an adversarial
+weighter reweights the training states,
+
+  min_VAE max_q E_q[l(s)] - tau KL(q || p_buffer),   l = -ELBO (beta-VAE),
+
+whose non-parametric optimum is q(s) proportional to p_buffer(s) exp(l(s)/tau)
+[inferred: the standard KL-DRO form]. Skew-Fit's weights p_theta(s)^alpha with
+alpha in [-1, 0) are, with -log p_theta ~ l, exp(|alpha| l): the DRO solution at
+tau = 1/|alpha| (the paper reframes Skew-Fit as a DRO-VAE).
+
+This module: the maze and its rendering, the beta-VAE, the tabular and
+neural weighters, Skew-Fit weights, the scripted goal-reaching controller
+and one online iteration (buffer -> weighted VAE -> goals from the prior ->
+goal reaching -> buffer). Spec: extended_papers.md section 7.
+"""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lib.core import errors
+
+METHODS = ("rig", "skewfit", "drag")
+
+# A U-shaped maze on an 8 x 8 cell grid: a wall from the top down the middle,
+# open at the bottom; start in the top-left, the far side is the top-right.
+U_MAZE = np.array(
+  [
+    [0, 0, 0, 1, 1, 0, 0, 0],
+    [0, 0, 0, 1, 1, 0, 0, 0],
+    [0, 0, 0, 1, 1, 0, 0, 0],
+    [0, 0, 0, 1, 1, 0, 0, 0],
+    [0, 0, 0, 1, 1, 0, 0, 0],
+    [0, 0, 0, 0, 0, 0, 0, 0],
+    [0, 0, 0, 0, 0, 0, 0, 0],
+    [0, 0, 0, 0, 0, 0, 0, 0],
+  ],
+  bool,
+)
+
+
+def check_tau(tau: float) -> None:
+  errors.check(tau > 0, errors.ConfigError, f"tau must be > 0, got {tau}")
+
+
+# ----------------------------------------------------------------------------
+# Weights: DRO optimum, Skew-Fit, tabular and neural weighters.
+# ----------------------------------------------------------------------------
+
+
+def dro_weights(losses, tau: float):
+  """The KL-DRO optimum over a uniform batch: softmax(l / tau)."""
+  check_tau(tau)
+  return jax.nn.softmax(losses / tau)
+
+
+def skewfit_weights(log_density, alpha: float):
+  """Skew-Fit: w proportional to p(s)^alpha, alpha in [-1, 0), normalised."""
+  errors.check(
+    -1.0 <= alpha < 0.0,
+    errors.ConfigError,
+    f"Skew-Fit alpha must lie in [-1, 0), got {alpha}",
+  )
+  return jax.nn.softmax(alpha * log_density)
+
+
+def dro_objective(weight_logits, losses, tau: float):
+  """sum_i w_i l_i - tau KL(w || uniform), w = softmax(weight_logits)."""
+  w = jax.nn.softmax(weight_logits)
+  n = losses.shape[0]
+  kl = jnp.sum(w * (jnp.log(w + 1e-30) + jnp.log(n)))
+  return jnp.sum(w * losses) - tau * kl
+
+
+def tabular_weighter(losses, tau: float, steps: int = 2000, lr: float = 1.0):
+  """Gradient ascent of `dro_objective` on one logit per sample (the oracle)."""
+  check_tau(tau)
+  grad = jax.grad(dro_objective)
+
+  def body(_, logits):
+    return logits + lr * grad(logits, losses, tau)
+
+  logits = jax.lax.fori_loop(0, steps, body, jnp.zeros_like(losses))
+  return jax.nn.softmax(logits)
+
+
+class Weighter(nn.Module):
+  """The neural adversary f_psi(s): one logit per state (MLP)."""
+
+  hidden: int = 64
+
+  @nn.compact
+  def __call__(self, x):
+    h = nn.relu(nn.Dense(self.hidden)(x))
+    return nn.Dense(1)(h)[..., 0]
+
+
+def skewfit_histogram_step(p, alpha: float):
+  """Refit a histogram to its own samples reweighted by p^alpha: p^(1+alpha)."""
+  q = p * jnp.where(p > 0, p, 1.0) ** alpha
+  return q / jnp.sum(q)
+
+
+# ----------------------------------------------------------------------------
+# The maze, rendering, the beta-VAE.
+# ----------------------------------------------------------------------------
+
+
+def cell_of(pos, maze=U_MAZE):
+  """Cell index (row-major) of positions [..., 2] in [0, 1)^2 (x, y)."""
+  h, w = maze.shape
+  col = jnp.clip((pos[..., 0] * w).astype(jnp.int32), 0, w - 1)
+  row = jnp.clip((pos[..., 1] * h).astype(jnp.int32), 0, h - 1)
+  return row * w + col
+
+
+def is_free(pos, maze=U_MAZE):
+  inside = jnp.all((pos >= 0.0) & (pos < 1.0), axis=-1)
+  return inside & ~jnp.asarray(maze).ravel()[cell_of(pos, maze)]
+
+
+def render(pos, pixels: int = 16, width: float = 1.0 / 16):
+  """A Gaussian blob image [pixels * pixels] in [0, 1] at the position."""
+  c = (jnp.arange(pixels) + 0.5) / pixels
+  gx = jnp.exp(-((c - pos[..., 0:1]) ** 2) / (2 * width**2))
+  gy = jnp.exp(-((c - pos[..., 1:2]) ** 2) / (2 * width**2))
+  img = gy[..., :, None] * gx[..., None, :]
+  return img.reshape(pos.shape[:-1] + (pixels * pixels,))
+
+
+def decode_position(img, pixels: int = 16):
+  """Soft-argmax position [.., 2] (x, y) of an image [.., pixels^2]."""
+  p = jax.nn.softmax(20.0 * img, axis=-1).reshape(
+    img.shape[:-1] + (pixels, pixels)
+  )
+  c = (jnp.arange(pixels) + 0.5) / pixels
+  x = jnp.sum(p.sum(-2) * c, -1)
+  y = jnp.sum(p.sum(-1) * c, -1)
+  return jnp.stack([x, y], -1)
+
+
+class VAE(nn.Module):
+  """beta-VAE with a Gaussian latent and a Bernoulli-logit image decoder."""
+
+  latent: int = 2
+  hidden: int = 128
+  pixels: int = 16
+
+  def setup(self):
+    self.enc = nn.Dense(self.hidden)
+    self.mu = nn.Dense(self.latent)
+    self.logvar = nn.Dense(self.latent)
+    self.dec1 = nn.Dense(self.hidden)
+    self.dec2 = nn.Dense(self.pixels * self.pixels)
+
+  def encode(self, x):
+    h = nn.relu(self.enc(x))
+    return self.mu(h), self.logvar(h)
+
+  def decode(self, z):
+    return self.dec2(nn.relu(self.dec1(z)))  # logits
+
+  def __call__(self, x, key, beta: float = 1.0):
+    """Per-sample negative beta-ELBO [N] (Bernoulli likelihood of pixels)."""
+    mu, logvar = self.encode(x)
+    z = mu + jnp.exp(0.5 * logvar) * jax.random.normal(key, mu.shape)
+    logits = self.decode(z)
+    rec = jnp.sum(
+      jnp.maximum(logits, 0)
+      - logits * x
+      + jnp.log1p(jnp.exp(-jnp.abs(logits))),
+      axis=-1,
+    )
+    kl = 0.5 * jnp.sum(jnp.exp(logvar) + mu**2 - 1.0 - logvar, axis=-1)
+    return rec + beta * kl
+
+
+# ----------------------------------------------------------------------------
+# Exploration: the scripted controller.
+# ----------------------------------------------------------------------------
+
+
+def reach(start, goal, steps: int, step_size: float = 0.06, maze=U_MAZE):
+  """Greedy moves towards the goal in true state; a blocked axis stays.
+
+  Returns the visited positions [steps, 2].
+  """
+  errors.check(
+    steps >= 1, errors.ConfigError, f"horizon must be >= 1, got {steps}"
+  )
+
+  def body(pos, _):
+    d = goal - pos
+    move = step_size * d / jnp.maximum(jnp.linalg.norm(d), step_size)
+    for axis in (0, 1):  # slide along walls: x first, then y
+      trial = pos.at[axis].add(move[axis])
+      pos = jnp.where(is_free(trial, maze), trial, pos)
+    return pos, pos
+
+  _, path = jax.lax.scan(body, start, None, length=steps)
+  return path
+
+
+def coverage(cells, maze=U_MAZE, weights=None):
+  """(fraction of free cells hit, entropy of the cell histogram) of cells [N]."""
+  free = ~jnp.asarray(maze).ravel()
+  w = jnp.ones(cells.shape[0]) if weights is None else weights
+  hist = jnp.zeros(free.shape[0]).at[cells].add(w)
+  hit = jnp.sum((hist > 0) & free) / jnp.sum(free)
+  p = hist / jnp.maximum(jnp.sum(hist), 1e-12)
+  ent = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+  return hit, ent

@@ -1,0 +1,46 @@
+"""drag: smoke run, results and claim keys, resume, config errors."""
+
+import os
+
+import pytest
+
+from configs import drag as config_lib
+from experiments import drag as ex
+from experiments.claims import drag as claims
+from lib.core import errors
+
+
+def test_smoke_results_and_figures(tmp_path, fast_compile):
+  config = config_lib.get_config("quick,smoke")
+  r = ex.run(config, str(tmp_path))
+  assert r["finite"]
+  assert set(r["methods"]) == {"rig", "skewfit", "drag_tau1"}
+  for m in r["methods"].values():
+    assert 0.0 < m["visited_coverage"]["mean"] <= 1.0
+  for name in ("coverage.png", "visited_imagined.png", "results.json"):
+    assert os.path.exists(tmp_path / name)
+  assert "drag_tau1_minus_rig_coverage" in r
+  # Resume after a kill: tests/reliability/kill_all_test.py.
+
+
+def test_claim_keys_exist_for_the_quick_taus():
+  config = config_lib.get_config("quick")
+  keys = {f"{m}_minus_rig_coverage" for m in ex.methods(config)[1:]}
+  for c in claims.CLAIMS:
+    assert c.metric.rsplit(".", 1)[0] in keys
+
+
+@pytest.mark.parametrize(
+  "key, value, match",
+  [
+    ("taus", (1.0, 0.0), r"config.taus\[1\]"),
+    ("start", (0.45, 0.1), "inside a wall"),
+    ("horizon", 0, "config.horizon"),
+  ],
+)
+def test_config_errors(key, value, match):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config[key] = value
+  with pytest.raises(errors.ConfigError, match=match):
+    ex.check_config(config)

@@ -1,0 +1,48 @@
+"""trpe: smoke run, results and claim keys, resume, config errors."""
+
+import json
+import os
+
+import pytest
+
+from configs import trpe as config_lib
+from experiments import trpe as ex
+from experiments.claims import trpe as claims
+from lib.core import errors
+
+
+def test_smoke_results_figures_claim_keys_and_resume(tmp_path, fast_compile):
+  config = config_lib.get_config("quick,smoke")
+  r = ex.run(config, str(tmp_path))
+  assert r["finite"]
+  assert set(r["sources"]) == {"uniform", "joint", "disjoint", "mixture"}
+  for s in r["sources"].values():
+    assert 0.0 < s["coverage"]["mean"] <= 1.0
+    assert len(s["finetune_curve"]) == config.finetune.epochs
+  for name in ("visitation.png", "finetune.png", "results.json"):
+    assert os.path.exists(tmp_path / name)
+  with open(tmp_path / "results.json") as f:
+    saved = json.load(f)
+  for c in claims.CLAIMS:
+    node = saved
+    for part in c.metric.split("."):
+      node = node[part]
+  again = ex.run(config, str(tmp_path))
+  assert again["sources"] == r["sources"]
+
+
+@pytest.mark.parametrize(
+  "key, value, match",
+  [
+    ("starts", ((0, 3), (1, 1)), "inside a wall"),
+    ("horizon", 0, "horizon"),
+    ("objectives", ("sum",), "config.objectives"),
+    ("kl_threshold", 0.0, "kl_threshold"),
+  ],
+)
+def test_config_errors(key, value, match):
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config[key] = value
+  with pytest.raises(errors.ConfigError, match=match):
+    ex.check_config(config)

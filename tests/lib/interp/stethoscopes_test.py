@@ -1,0 +1,301 @@
+"""SfN stethoscopes: the spec's oracles 1-5 and the one-line errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lib import interp
+from lib import models
+from lib.core import errors
+from lib.interp import tasks
+
+
+def _llama(**kw):
+  cfg = models.LlamaConfig(
+    vocab_size=tasks.VOCAB_SIZE,
+    d_model=32,
+    n_layers=2,
+    n_heads=4,
+    mlp_hidden=64,
+    max_len=16,
+    linear="dense",
+    split_projections=True,
+    **kw,
+  )
+  return models.Llama(cfg)
+
+
+def _two_models():
+  model = _llama()
+  x = np.zeros((1, 8), np.int32)
+  a = model.init(jax.random.key(0), x)
+  b = model.init(jax.random.key(1), x)
+  # Norm scales start at 1 in both; make them differ so "full merge = B"
+  # has to copy the norms too.
+  b = jax.tree_util.tree_map_with_path(
+    lambda p, v: v * 1.5 if "norm" in interp.path_name(p) else v, b
+  )
+  return model, a, b
+
+
+def _tokens():
+  return jax.random.randint(jax.random.key(7), (2, 12), 0, tasks.VOCAB_SIZE)
+
+
+def test_split_projections_name_every_module_and_keep_default_tree():
+  model, a, _ = _two_models()
+  names = {
+    interp.path_name(p) for p, _ in jax.tree_util.tree_leaves_with_path(a)
+  }
+  for m in ("q", "k", "v", "o", "gate", "up", "down"):
+    assert f"params/block_1/{m}_proj/kernel" in names
+  fused = models.Llama(
+    models.LlamaConfig(d_model=32, mlp_hidden=64, linear="dense")
+  )
+  p = fused.init(jax.random.key(0), np.zeros((1, 8), np.int32))
+  assert set(p["params"]["block_0"]) == {
+    "attn_norm",
+    "qkv",
+    "out",
+    "mlp_norm",
+    "w12",
+    "down",
+  }
+  # The fused and split layouts compute the same function of the same
+  # weights (the fused kernels cut into their q/k/v and gate/up columns).
+  split = jax.tree.map(lambda x: x, a)
+  fused2 = models.Llama(
+    models.LlamaConfig(d_model=32, mlp_hidden=64, linear="dense", n_layers=2)
+  )
+  p2 = fused2.init(jax.random.key(0), np.zeros((1, 8), np.int32))
+  for layer in ("block_0", "block_1"):
+    f = p2["params"][layer]
+    s = dict(split["params"][layer])
+    qkv = f["qkv"]["kernel"]
+    s.update(
+      q_proj={"kernel": qkv[:, :32]},
+      k_proj={"kernel": qkv[:, 32:64]},
+      v_proj={"kernel": qkv[:, 64:]},
+      o_proj={"kernel": f["out"]["kernel"]},
+      gate_proj={"kernel": f["w12"]["kernel"][:, :64]},
+      up_proj={"kernel": f["w12"]["kernel"][:, 64:]},
+      down_proj={"kernel": f["down"]["kernel"]},
+      attn_norm=f["attn_norm"],
+      mlp_norm=f["mlp_norm"],
+    )
+    split["params"][layer] = s
+  for k in ("Embed_0", "final_norm", "lm_head"):
+    split["params"][k] = p2["params"][k]
+  split_model = models.Llama(
+    models.LlamaConfig(
+      d_model=32,
+      mlp_hidden=64,
+      linear="dense",
+      n_layers=2,
+      split_projections=True,
+    )
+  )
+  t = jax.random.randint(jax.random.key(3), (2, 8), 0, 256)
+  np.testing.assert_allclose(
+    split_model.apply(split, t), fused2.apply(p2, t), rtol=1e-5, atol=1e-5
+  )
+
+
+def test_oracle1_empty_merge_is_a_full_merge_is_b_bit_exactly():
+  model, a, b = _two_models()
+  t = _tokens()
+  empty = interp.merge(a, b, ())
+  full = interp.merge(a, b, ("all",))
+  np.testing.assert_array_equal(model.apply(empty, t), model.apply(a, t))
+  np.testing.assert_array_equal(model.apply(full, t), model.apply(b, t))
+  for x, y in zip(jax.tree.leaves(full), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(x, y)
+  # A single-module merge copies exactly that module and keeps A's norms.
+  m = interp.merge(a, b, ("o",))
+  for path, leaf in jax.tree_util.tree_leaves_with_path(m):
+    name = interp.path_name(path)
+    src = b if "o_proj" in name else a
+    want = src
+    for p in path:
+      want = want[p.key]
+    np.testing.assert_array_equal(leaf, want, err_msg=name)
+
+
+def test_oracle2_freeze_only_o_leaves_every_other_parameter_bit_identical():
+  model, a, _ = _two_models()
+  tx = interp.freeze(optax.adamw(1e-2, weight_decay=0.1), a, ("o",))
+  state = tx.init(a)
+  t = _tokens()
+
+  def loss(p):
+    return jnp.mean(model.apply(p, t) ** 2)
+
+  p = a
+  for _ in range(3):
+    g = jax.grad(loss)(p)
+    u, state = tx.update(g, state, p)
+    p = optax.apply_updates(p, u)
+  changed = 0
+  for path, x in jax.tree_util.tree_leaves_with_path(p):
+    name = interp.path_name(path)
+    y = a
+    for k in path:
+      y = y[k.key]
+    if "o_proj" in name:
+      changed += int(not np.array_equal(x, y))
+    else:
+      np.testing.assert_array_equal(x, y, err_msg=name)
+  assert changed == 2  # both layers' o_proj moved
+
+
+def test_oracle3_delta_recovers_a_planted_delta():
+  _, a, _ = _two_models()
+  dw = 0.05 * jax.random.normal(jax.random.key(5), (32, 32))
+  b = jax.tree.map(lambda x: x, a)
+  b["params"]["block_1"] = dict(b["params"]["block_1"])
+  w = a["params"]["block_1"]["v_proj"]["kernel"]
+  b["params"]["block_1"]["v_proj"] = {"kernel": w + dw}
+  d = interp.delta_norms(a, b)
+  want = np.linalg.norm(
+    np.asarray(w + dw, np.float64) - np.asarray(w, np.float64)
+  )
+  np.testing.assert_allclose(d["v"]["delta"], [0.0, want], rtol=1e-6)
+  np.testing.assert_allclose(
+    d["v"]["relative"][1],
+    want / np.linalg.norm(np.asarray(w, np.float64)),
+    rtol=1e-6,
+  )
+  for m in ("q", "k", "o", "gate", "up", "down", "norm", "embed", "head"):
+    assert d["_total"][m]["delta"] == 0.0
+  r = interp.relative_changes(a, b, "v", layers=(1,))
+  np.testing.assert_allclose(
+    r,
+    (np.asarray(w + dw) - np.asarray(w)).ravel() / np.asarray(w).ravel(),
+    rtol=1e-4,
+  )
+
+
+def test_oracle4_destroying_behind_a_zero_output_changes_nothing():
+  model, a, _ = _two_models()
+  t = _tokens()
+  # Zero-initialise layer 1's o_proj: attention of layer 1 adds nothing to the
+  # residual stream, so destroying its q, k or v (or o itself) is invisible.
+  z = interp.destroy(a, ("o",), layers=(1,))
+  ref = model.apply(z, t)
+  for m in ("q", "k", "v", "o"):
+    np.testing.assert_array_equal(
+      model.apply(interp.destroy(z, (m,), layers=(1,)), t), ref
+    )
+  # ...whereas destroying layer 0's q changes the logits.
+  assert not np.allclose(
+    model.apply(interp.destroy(z, ("q",), layers=(0,)), t), ref
+  )
+  # Noise mode perturbs only the chosen leaves.
+  n = interp.destroy(
+    a, ("down",), layers=(0,), mode="noise", key=jax.random.key(0)
+  )
+  assert not np.array_equal(
+    n["params"]["block_0"]["down_proj"]["kernel"],
+    a["params"]["block_0"]["down_proj"]["kernel"],
+  )
+  np.testing.assert_array_equal(
+    n["params"]["block_1"]["down_proj"]["kernel"],
+    a["params"]["block_1"]["down_proj"]["kernel"],
+  )
+
+
+def test_oracle5_grading_is_deterministic_and_levels_are_right():
+  ops = np.array([[123, 989], [500, 500], [7, 8]])
+  digits = 3
+  p = tasks.prompt_length(digits)
+  full = [tasks.format_addition(a, b, digits, True)[p:] for a, b in ops]
+  direct = [tasks.format_addition(a, b, digits, False)[p:] for a, b in ops]
+  width = max(len(x) for x in full)
+  pad = lambda xs: np.array([x + [tasks.PAD] * (width - len(x)) for x in xs])
+  lv, ln = tasks.grade(pad(full), ops, digits)
+  np.testing.assert_array_equal(lv, [4, 4, 4])
+  np.testing.assert_array_equal(ln, [len(x) for x in full])
+  lv, _ = tasks.grade(pad(direct), ops, digits)
+  np.testing.assert_array_equal(lv, [3, 3, 3])
+  wrong = [list(x) for x in full]
+  wrong[0][-2] = (
+    tasks.DIGIT0 + (wrong[0][-2] - tasks.DIGIT0 + 1) % 10
+  )  # top digit
+  wrong[1][2] = tasks.DIGIT0 + 9  # a carry of the chain, answer still right
+  wrong[2] = [tasks.DIGIT0] * width  # no EOS: malformed
+  lv, _ = tasks.grade(pad(wrong), ops, digits)
+  np.testing.assert_array_equal(lv, [2, 3, 1])
+  again, _ = tasks.grade(pad(wrong), ops, digits)
+  np.testing.assert_array_equal(lv, again)
+
+
+def test_bimodality_coefficient_separates_one_mode_from_two():
+  r = np.random.default_rng(0)
+  normal = r.normal(size=20_000)
+  two = np.concatenate([r.normal(-3, 0.5, 10_000), r.normal(3, 0.5, 10_000)])
+  np.testing.assert_allclose(
+    interp.bimodality_coefficient(normal), 1 / 3, atol=0.02
+  )
+  np.testing.assert_allclose(
+    interp.bimodality_coefficient(r.uniform(size=50_000)), 5 / 9, atol=0.01
+  )
+  assert interp.bimodality_coefficient(two) > 0.8
+
+
+def test_select_works_on_foreign_names_and_groups():
+  tree = {
+    "layers_0": {"self_attn": {"query": 1.0, "out": 2.0}, "mlp": {"w1": 3.0}},
+    "ln_f": {"scale": 4.0},
+  }
+  mask = interp.select(tree, ("o", "norm"))
+  assert mask == {
+    "layers_0": {
+      "self_attn": {"query": False, "out": True},
+      "mlp": {"w1": False},
+    },
+    "ln_f": {"scale": True},
+  }
+  assert interp.layer_of("layers_0/self_attn/out") == 0
+  assert interp.expand(("mlp",), interp.DEFAULT_PATTERNS) == (
+    "gate",
+    "up",
+    "down",
+  )
+
+
+def test_bad_input_one_line_errors():
+  _, a, b = _two_models()
+  with pytest.raises(errors.ConfigError, match="unknown module 'oproj'"):
+    interp.merge(a, b, ("oproj",))
+  other = models.Llama(
+    models.LlamaConfig(
+      d_model=32,
+      mlp_hidden=64,
+      n_layers=1,
+      linear="dense",
+      split_projections=True,
+    )
+  ).init(jax.random.key(0), np.zeros((1, 8), np.int32))
+  with pytest.raises(errors.ConfigError, match="differ in structure"):
+    interp.merge(a, other, ("o",))
+  with pytest.raises(errors.ConfigError, match="differ in structure"):
+    interp.delta_norms(a, other)
+  wide = models.Llama(
+    models.LlamaConfig(
+      d_model=32,
+      mlp_hidden=96,
+      n_layers=2,
+      linear="dense",
+      split_projections=True,
+    )
+  ).init(jax.random.key(0), np.zeros((1, 8), np.int32))
+  with pytest.raises(errors.ConfigError, match="shape"):
+    interp.merge(a, wide, ("o",))
+  with pytest.raises(errors.ConfigError, match="match no parameter"):
+    interp.select({"dense": {"kernel": 1.0}}, ("o",))
+  with pytest.raises(errors.ConfigError, match="mode="):
+    interp.destroy(a, ("o",), mode="scramble")
+  with pytest.raises(errors.ConfigError, match="seq_len"):
+    tasks.addition_examples(np.array([[1, 2]]), 3, 10, scratchpad=True)

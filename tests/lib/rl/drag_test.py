@@ -1,0 +1,74 @@
+"""lib.rl.drag: the spec's DRAG oracles 1-3, the maze, one-line errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lib.core import errors
+from lib.rl import drag
+
+
+def test_oracle1_tabular_weighter_converges_to_softmax_l_over_tau():
+  losses = jnp.asarray(np.random.default_rng(0).normal(size=12) * 2.0)
+  for tau in (0.5, 1.0, 2.0):
+    w = drag.tabular_weighter(losses, tau, steps=4000, lr=2.0)
+    np.testing.assert_allclose(w, jax.nn.softmax(losses / tau), atol=1e-4)
+
+
+def test_oracle2_skewfit_alpha_minus_one_is_dro_tau_one():
+  with jax.enable_x64(True):
+    p = jnp.asarray(
+      np.random.default_rng(1).dirichlet(np.ones(10)), jnp.float64
+    )
+    counts = jnp.arange(10) % 10  # samples falling in each cell once
+    log_density = jnp.log(p)[counts]
+    losses = -log_density  # an exact density model: l = -log p
+    np.testing.assert_allclose(
+      drag.skewfit_weights(log_density, -1.0),
+      drag.dro_weights(losses, 1.0),
+      rtol=1e-12,
+    )
+    # In general Skew-Fit(alpha) = DRO(tau = 1 / |alpha|).
+    np.testing.assert_allclose(
+      drag.skewfit_weights(log_density, -0.25),
+      drag.dro_weights(losses, 4.0),
+      rtol=1e-12,
+    )
+
+
+def test_oracle3_skewfit_refits_raise_entropy_monotonically():
+  p = jnp.asarray(np.random.default_rng(2).dirichlet(0.3 * np.ones(16)))
+  ent = lambda q: float(-jnp.sum(q * jnp.log(q)))
+  values = [ent(p)]
+  for _ in range(30):
+    p = drag.skewfit_histogram_step(p, -0.5)
+    values.append(ent(p))
+  assert np.all(np.diff(values) > -1e-6)  # float32 noise once near log 16
+  assert values[5] > values[0] + 0.1
+  np.testing.assert_allclose(values[-1], np.log(16), atol=1e-3)
+
+
+def test_maze_walls_render_and_reach():
+  # The wall occupies columns 3-4 of rows 0-4: (0.45, 0.1) is inside it.
+  assert not bool(drag.is_free(jnp.array([0.45, 0.1])))
+  assert bool(drag.is_free(jnp.array([0.1, 0.1])))
+  path = drag.reach(jnp.array([0.1, 0.1]), jnp.array([0.9, 0.1]), 30)
+  assert bool(jnp.all(drag.is_free(path)))
+  assert float(path[-1, 0]) < 0.375  # blocked by the wall, never through it
+  img = drag.render(jnp.array([0.3, 0.7]))
+  np.testing.assert_allclose(drag.decode_position(img), [0.3, 0.7], atol=0.04)
+  hit, ent = drag.coverage(drag.cell_of(jnp.array([[0.1, 0.1], [0.9, 0.9]])))
+  np.testing.assert_allclose(float(hit), 2 / int((~drag.U_MAZE).sum()))
+  np.testing.assert_allclose(float(ent), np.log(2), rtol=1e-6)
+
+
+def test_bad_input_one_line_errors():
+  with pytest.raises(errors.ConfigError, match="tau"):
+    drag.dro_weights(jnp.ones(3), 0.0)
+  with pytest.raises(errors.ConfigError, match="tau"):
+    drag.tabular_weighter(jnp.ones(3), -1.0)
+  with pytest.raises(errors.ConfigError, match="alpha"):
+    drag.skewfit_weights(jnp.ones(3), 0.5)
+  with pytest.raises(errors.ConfigError, match="horizon"):
+    drag.reach(jnp.zeros(2), jnp.ones(2), 0)

@@ -1,0 +1,139 @@
+"""lib.rl: the TRPE oracles of the spec (1-5) and the one-line errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import digamma
+
+from lib import rl
+from lib.core import errors
+
+
+def _grid():
+  return rl.grid.two_rooms(6, starts=((1, 1), (2, 1)))
+
+
+def test_step_is_pure_and_respects_walls():
+  g = _grid()
+  table = jnp.asarray(g.transition_table())
+  start = rl.grid.reset(g)
+  # Right from (1, 1) moves; right into the wall column (col 3) stays.
+  np.testing.assert_array_equal(
+    rl.grid.step(table, start, jnp.array([3, 3])), [1 * 6 + 2, 2 * 6 + 2]
+  )
+  at_wall = jnp.array([1 * 6 + 2, 0 * 6 + 0])
+  np.testing.assert_array_equal(
+    rl.grid.step(table, at_wall, jnp.array([3, 0])),
+    at_wall,  # wall, border
+  )
+  lg = jax.random.normal(jax.random.key(0), (2, g.num_cells, 4))
+  a = rl.grid.rollout(g, lg, jax.random.key(1), 20)
+  b = rl.grid.rollout(g, lg, jax.random.key(1), 20)
+  np.testing.assert_array_equal(a[0], b[0])
+  walls = np.asarray(g.walls).ravel()
+  assert not walls[np.asarray(a[0])].any()
+
+
+def test_oracle1_weights_are_uniform_at_the_behaviour_policy():
+  g = _grid()
+  cfg = rl.trpe.TRPEConfig(objective="mixture", trajectories=8, horizon=10)
+  lg = jax.random.normal(jax.random.key(0), (2, g.num_cells, 4))
+  cells, actions = rl.trpe.sample(g, lg, jax.random.key(1), cfg)
+  w = rl.trpe.importance_weights(lg, lg, cells, actions)
+  np.testing.assert_array_equal(
+    np.asarray(w), np.full((2, 8), 1 / 8, np.float32)
+  )
+  values = rl.trpe.objective_values(cells, "mixture")
+  np.testing.assert_allclose(
+    rl.trpe.surrogate(lg, lg, cells, actions, values),
+    2 * float(jnp.mean(values[:, 0])),
+    rtol=1e-6,
+  )
+
+
+def test_oracle2_plug_in_entropy_of_uniform():
+  m = 7
+  np.testing.assert_allclose(
+    rl.entropy.histogram_entropy(jnp.ones(m)), np.log(m), rtol=1e-6
+  )
+  x = jnp.tile(jnp.arange(m), 3)  # each value 3 times
+  np.testing.assert_allclose(rl.entropy.sample_entropy(x), np.log(m), rtol=1e-6)
+  np.testing.assert_allclose(
+    rl.entropy.sample_entropy(jnp.zeros(5)), 0.0, atol=1e-7
+  )
+
+
+def test_oracle3_mixture_and_joint_bounds_on_random_trajectories():
+  r = np.random.default_rng(0)
+  for _ in range(20):
+    cells = jnp.asarray(r.integers(0, 6, size=(30, 3)))
+    e = rl.entropy.trajectory_entropies(cells)
+    mean_agents = float(jnp.mean(e["agents"]))
+    assert (
+      mean_agents - 1e-6
+      <= float(e["mixture"])
+      <= mean_agents + np.log(3) + 1e-6
+    )
+    assert float(e["joint"]) <= float(jnp.sum(e["agents"])) + 1e-6
+
+
+def test_oracle4_knn_entropy_on_uniform_and_gaussian():
+  r = np.random.default_rng(0)
+  u = jnp.asarray(r.uniform(size=(3000, 2)))
+  assert abs(float(rl.entropy.knn_entropy(u, k=4))) < 0.1
+  z = jnp.asarray(r.normal(size=(3000, 2)))
+  np.testing.assert_allclose(
+    float(rl.entropy.knn_entropy(z, k=4)), np.log(2 * np.pi * np.e), atol=0.1
+  )
+  # Uniform IS weights are the unweighted estimator; digamma as scipy's.
+  np.testing.assert_allclose(
+    float(rl.entropy.knn_entropy(z, jnp.full(3000, 1 / 3000), k=4)),
+    float(rl.entropy.knn_entropy(z, k=4)),
+    rtol=1e-5,
+  )
+  assert np.isfinite(digamma(4))
+
+
+@pytest.mark.parametrize("objective", ["joint", "disjoint", "mixture"])
+def test_oracle5_kl_stays_in_the_trust_region(objective):
+  g = _grid()
+  cfg = rl.trpe.TRPEConfig(
+    objective=objective,
+    trajectories=8,
+    horizon=12,
+    kl_threshold=0.05,
+    learning_rate=0.05,
+    max_off_iters=30,
+  )
+  lg = rl.trpe.init(g)
+  ep = jax.jit(lambda lg_, k: rl.trpe.epoch(g, cfg, lg_, k))
+  for i in range(5):
+    lg, m = ep(lg, jax.random.key(i))
+    assert float(m["kl"]) <= 0.05 + 1e-6
+    assert int(m["off_iters"]) >= 1
+
+
+def test_mixture_pretraining_raises_the_mixture_entropy():
+  g = rl.grid.two_rooms(8)
+  cfg = rl.trpe.TRPEConfig(objective="mixture", trajectories=8, horizon=30)
+  lg = rl.trpe.init(g)
+  ep = jax.jit(lambda lg_, k: rl.trpe.epoch(g, cfg, lg_, k))
+  first = None
+  for i in range(40):
+    lg, m = ep(lg, jax.random.key(i))
+    first = float(m["mixture_entropy"]) if first is None else first
+  assert float(m["mixture_entropy"]) > first + 0.3
+
+
+def test_bad_input_one_line_errors():
+  with pytest.raises(errors.ConfigError, match="inside a wall"):
+    rl.grid.two_rooms(6, starts=((0, 3), (1, 1)))
+  with pytest.raises(errors.ConfigError, match="outside"):
+    rl.grid.two_rooms(6, starts=((9, 9), (1, 1)))
+  with pytest.raises(errors.ConfigError, match="horizon"):
+    rl.trpe.TRPEConfig(horizon=0)
+  with pytest.raises(errors.ConfigError, match="horizon"):
+    rl.grid.rollout(_grid(), rl.trpe.init(_grid()), jax.random.key(0), 0)
+  with pytest.raises(errors.ConfigError, match="objective"):
+    rl.trpe.TRPEConfig(objective="sum")
