@@ -179,17 +179,22 @@ def run_method(config, method: str, workdir: str) -> dict:
     runs=tuple(f"seed{i}" for i in range(seeds)),
   )
   final = jax.device_get(eval_fn(state, None))
-  curve = {}
+  curve = {"visited_coverage": {}, "imagined_coverage": {}}
   for row in history:
-    if "visited_coverage" in row:
-      curve.setdefault(int(row["step"]), []).append(row["visited_coverage"])
+    for key, by_step in curve.items():
+      if key in row:
+        by_step.setdefault(int(row["step"]), []).append(row[key])
+  curve = {
+    key: {step: float(np.mean(v)) for step, v in sorted(by_step.items())}
+    for key, by_step in curve.items()
+  }
   visited = np.asarray(state["buffer"])[0, : int(np.asarray(state["count"])[0])]
   imagined = np.asarray(
     imagine(config, vae, jax.tree.map(lambda x: x[0], state))
   )
   return {
     "final": {k: np.asarray(v) for k, v in final.items()},
-    "curve": {k: float(np.mean(v)) for k, v in sorted(curve.items())},
+    "curve": curve,
     "visited_seed0": visited,
     "imagined_seed0": imagined,
   }
@@ -281,12 +286,17 @@ def figures(workdir, names, out, results) -> None:
   fig.savefig(os.path.join(workdir, "visited_imagined.png"), dpi=120)
   plt.close(fig)
 
-  fig, ax = plt.subplots(figsize=(5, 3.4))
-  for m in names:
-    c = results["methods"][m]["coverage_curve"]
-    ax.plot(list(map(int, c)), list(c.values()), marker="o", ms=3, label=m)
-  ax.set(xlabel="iteration", ylabel="visited coverage", title="U-maze")
-  ax.legend(fontsize=7)
+  fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+  for ax, key in zip(axes, ("visited_coverage", "imagined_coverage")):
+    for m in names:
+      c = results["methods"][m]["coverage_curve"][key]
+      ax.plot(list(map(int, c)), list(c.values()), marker="o", ms=3, label=m)
+    ax.set(
+      xlabel="iteration",
+      ylabel=key.replace("_", " "),
+      title=f"U-maze: {key.split('_')[0]} cells over time",
+    )
+    ax.legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(os.path.join(workdir, "coverage.png"), dpi=120)
   plt.close(fig)
