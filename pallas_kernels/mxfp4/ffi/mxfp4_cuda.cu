@@ -15,6 +15,12 @@
 //     instead and one line on stderr says so.
 //   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 path (for benchmarks).
 //
+// Caveat (issue 21, from cublasLt.h and NVIDIA's docs; unmeasured on
+// Blackwell): cuBLASLt documents block-scaled FP4 only as NVFP4 (E2M1 with
+// VEC16_UE4M3 scales); VEC32_UE8M0 is documented for MXFP8. The MXFP4 request
+// below is therefore expected to find no algorithm and take the BF16 path.
+// WORKSPACE.md ("The MXFP4 FFI bridge") has the details.
+//
 // cuBLASLt is opened with dlopen (see cublaslt_api.h); the stream comes from
 // the FFI context and temporary buffers from XLA's scratch allocator.
 //
