@@ -133,11 +133,10 @@ def load_dataset(config, name: str):
 
 
 def _train_config(config, num_tasks: int, steps: int):
-  cfg = config.train.copy_and_resolve_references()
-  cfg.unlock()
-  cfg.num_steps = num_tasks * steps
-  cfg.checkpoint_every = steps  # every task boundary
-  return cfg
+  # A checkpoint at every task boundary.
+  return train_lib.phase_config(
+    config.train, num_tasks * steps, checkpoint_every=steps
+  )
 
 
 def _init_theta(config, d: int, c: int):

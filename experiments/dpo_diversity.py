@@ -142,15 +142,11 @@ def train_concept_lm(config, workdir):
     batch_fn=batch_fn,
     data={"world": world},
   )
-  cfg = config.train.copy_and_resolve_references()
-  cfg.unlock()
-  cfg.num_steps = c.steps
-  cfg.checkpoint_every = c.steps
   state, _ = train_lib.fit(
     task,
     optax.adam(c.lr),
     workdir=workdir,
-    config=cfg,
+    config=train_lib.phase_config(config.train, c.steps),
     name="dpo_diversity/concept_lm",
   )
   params = state.params

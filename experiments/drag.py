@@ -162,13 +162,11 @@ def run_method(config, method: str, workdir: str) -> dict:
 
   def eval_fn(state, data):
     del data
-    return jax.vmap(lambda s: measure(config, vae, s, jax.random.key(7)))(state)
+    return jax.vmap(lambda s: measure(config, vae, s))(state)
 
-  cfg = config.train.copy_and_resolve_references()
-  cfg.unlock()
-  cfg.num_steps = config.iterations
-  cfg.checkpoint_every = config.iterations
-  cfg.eval_every = config.train.log_every
+  cfg = train_lib.phase_config(
+    config.train, config.iterations, eval_every=config.train.log_every
+  )
   state, history = train_lib.train(
     init_fn,
     step_fn,
@@ -206,13 +204,12 @@ def imagine(config, vae, s, n: int = 512):
   return drag.decode_position(img)
 
 
-def measure(config, vae, s, key) -> dict:
+def measure(config, vae, s) -> dict:
   """Visited / imagined coverage and visited-cell entropy of one run."""
   cap = s["buffer"].shape[0]
   valid = (jnp.arange(cap) < s["count"]).astype(jnp.float32)
   cells = drag.cell_of(s["buffer"])
   hit, ent = drag.coverage(cells, weights=valid)
-  del key
   ic, ie = drag.coverage(drag.cell_of(imagine(config, vae, s)))
   return {
     "visited_coverage": hit,
@@ -236,11 +233,14 @@ def run(config, workdir) -> dict:
     f = out[m]["final"]
     results["methods"][m] = {k: stats.band(v) for k, v in f.items()}
     results["methods"][m]["coverage_curve"] = out[m]["curve"]
-  rig = out["rig"]["final"]["visited_coverage"]
+  cov = {m: out[m]["final"]["visited_coverage"] for m in names}
+  baselines = np.maximum(cov["rig"], cov["skewfit"])  # per seed
   for m in names[1:]:
-    results[f"{m}_minus_rig_coverage"] = stats.band(
-      out[m]["final"]["visited_coverage"] - rig
-    )
+    results[f"{m}_minus_rig_coverage"] = stats.band(cov[m] - cov["rig"])
+    if m.startswith("drag"):
+      results[f"{m}_minus_best_baseline_coverage"] = stats.band(
+        cov[m] - baselines
+      )
   results["finite"] = bool(
     all(np.all(np.isfinite(out[m]["final"]["visited_entropy"])) for m in names)
   )

@@ -283,6 +283,13 @@ def explain_dataset(config, model, params, test, window):
     "gain_over_best_view": band(ref["budget/best_view"] - g),
     "gain_over_time_ig": band(ref["budget/time_ig"] - g),
     "gain_over_random": band(ref["budget/random"] - g),
+    "gain_over_best_ranking": band(
+      np.minimum(
+        np.minimum(ref["budget/best_view"], ref["budget/time_ig"]),
+        ref["budget/random"],
+      )
+      - g
+    ),
     "rounds_used": float(np.mean(ref["greedy_rounds"])),
   }
   summary["_example"] = {

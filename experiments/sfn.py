@@ -279,10 +279,7 @@ def train_phase(config, tools, phase: str, init_params, trainable, workdir):
     keys = jax.random.split(rng.stream(key, "loss"), seeds)
     return jax.vmap(train_step)(state, batch, keys)
 
-  cfg = config.train.copy_and_resolve_references()
-  cfg.unlock()
-  cfg.num_steps = c.steps
-  cfg.checkpoint_every = c.steps
+  cfg = train_lib.phase_config(config.train, c.steps)
   state, _ = train_lib.train(
     init_fn,
     step_fn,

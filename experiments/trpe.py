@@ -73,14 +73,6 @@ def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
   )
 
 
-def _train_cfg(config, steps):
-  cfg = config.train.copy_and_resolve_references()
-  cfg.unlock()
-  cfg.num_steps = steps
-  cfg.checkpoint_every = steps
-  return cfg
-
-
 def pretrain(config, grid, objective: str, workdir: str):
   """TRPE on one objective; logits [S, n, cells, 4] (one run per seed)."""
   tcfg = trpe_config(config, objective)
@@ -101,7 +93,7 @@ def pretrain(config, grid, objective: str, workdir: str):
     init_fn,
     step_fn,
     workdir=workdir,
-    config=_train_cfg(config, config.epochs),
+    config=train_lib.phase_config(config.train, config.epochs),
     name=f"trpe/{objective}",
     runs=tuple(f"seed{s}" for s in range(seeds)),
     finite_keys=("loss",),
@@ -143,7 +135,7 @@ def finetune(config, grid, start_logits, name: str, workdir: str):
     init_fn,
     step_fn,
     workdir=workdir,
-    config=_train_cfg(config, f.epochs),
+    config=train_lib.phase_config(config.train, f.epochs),
     name=f"trpe/finetune_{name}",
     runs=tuple(f"seed{s}" for s in range(seeds)),
     finite_keys=("loss",),
@@ -231,6 +223,10 @@ def run(config, workdir) -> dict:
     )
   if "mixture" in config.objectives:
     others = [s for s in sources if s != "mixture"]
+    cov = {s: ev[s]["coverage"] for s in sources}
+    results["mixture_minus_best_other_coverage"] = stats.band(
+      cov["mixture"] - np.max([cov[s] for s in others], axis=0)
+    )
     auc = {s: curves[s].mean(axis=1) for s in sources}
     results["mixture_minus_best_other_finetune"] = stats.band(
       auc["mixture"] - np.max([auc[s] for s in others], axis=0)

@@ -9,7 +9,7 @@ the whole interval passes.
 """
 
 from experiments.claims.report import NO_PAPER_VALUE
-from experiments.claims.report import Claim
+from experiments.claims.report import banded
 
 _COMMON = dict(
   paper="compact_memory",
@@ -18,29 +18,8 @@ _COMMON = dict(
 )
 
 
-def _paired(
-  name,
-  metric,
-  claim,
-  paper_value,
-  comparator,
-  check,
-  note,
-  figures=("accuracy_vs_memory.png",),
-):
-  return Claim(
-    name=name,
-    claim=claim,
-    paper_value=paper_value,
-    comparator=comparator,
-    metric=f"{metric}.mean",
-    check=check,
-    interval=(f"{metric}.lo", f"{metric}.hi"),
-    fmt="{:+.3f}",
-    note=note,
-    figures=figures,
-    **_COMMON,
-  )
+def _paired(*args, figures=("accuracy_vs_memory.png",)):
+  return banded(*args, fmt="{:+.3f}", figures=figures, **_COMMON)
 
 
 _REPLAY = (

@@ -23,6 +23,7 @@ from lib.train.state import create_state
 from lib.train.state import make_eval_step
 from lib.train.state import make_train_step
 from lib.train.workdir import is_main_process
+from lib.train.workdir import phase_config
 from lib.train.workdir import prepare_run
 from lib.train.workdir import prepare_workdir
 from lib.train.workdir import save_figure

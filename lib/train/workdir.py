@@ -149,6 +149,21 @@ def write_config(workdir, config) -> None:
   write_json(path(workdir, CONFIG_FILE), _config_dict(config))
 
 
+def phase_config(train_config, num_steps: int, **overrides):
+  """A copy of a training config for one phase of an experiment.
+
+  num_steps is set, checkpoint_every defaults to num_steps (one checkpoint at
+  the end of the phase), and `overrides` (e.g. checkpoint_every, eval_every)
+  replace any other key.
+  """
+  cfg = train_config.copy_and_resolve_references()
+  cfg.unlock()
+  cfg.num_steps = num_steps
+  cfg.checkpoint_every = num_steps
+  cfg.update(overrides)
+  return cfg
+
+
 def prepare_run(workdir, config) -> str:
   """What every experiment's `run(config, workdir)` does first.
 

@@ -19,13 +19,13 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
     assert 0.0 < m["visited_coverage"]["mean"] <= 1.0
   for name in ("coverage.png", "visited_imagined.png", "results.json"):
     assert os.path.exists(tmp_path / name)
-  assert "drag_tau1_minus_rig_coverage" in r
+  assert "drag_tau1_minus_best_baseline_coverage" in r
   # Resume after a kill: tests/reliability/kill_all_test.py.
 
 
 def test_claim_keys_exist_for_the_quick_taus():
   config = config_lib.get_config("quick")
-  keys = {f"{m}_minus_rig_coverage" for m in ex.methods(config)[1:]}
+  keys = {f"{m}_minus_best_baseline_coverage" for m in ex.methods(config)[2:]}
   for c in claims.CLAIMS:
     assert c.metric.rsplit(".", 1)[0] in keys
 
