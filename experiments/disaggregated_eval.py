@@ -109,18 +109,24 @@ def models(config, st, train, evald) -> dict:
   return {"xa": p_xa, "x": p_x}
 
 
-def _statistic(idx, args) -> dict:
-  """Every statistic on the rows idx (flat keys 'model/stat/metric').
+def _statistic(counts, args) -> dict:
+  """Every statistic of one bootstrap resample (flat keys 'model/stat/metric').
 
-  Rows are sorted by each model's score once; every weighting of that model
-  (groups, P(A | V), 1/P(S | .)) then reuses the order for the AUC.
+  `counts` [n] is each row's multiplicity in the resample (ones for the point
+  estimate), so every statistic is a weighted one over fixed rows. The rows
+  are sorted by each model's score once, outside (args["order"]): every
+  weighting of that model (groups, P(A | V), 1/P(S | .)) in every resample
+  reuses the order for the AUC, so no resample sorts.
   """
   thr, out = args["threshold"], {}
   for m, s in args["p"].items():
-    rows = idx[jnp.argsort(s[idx])]
-    ss, y, a = s[rows], args["y"][rows], args["a"][rows]
-    metrics = lambda w, ss=ss, y=y: ev.group_metrics(ss, y, w, thr, True)
-    in_group = {g: (a == g).astype(ss.dtype) for g in GROUPS}
+    rows = args["order"][m]
+    ss, y, a, c = s[rows], args["y"][rows], args["a"][rows], counts[rows]
+    ties = args["ties"][m]
+    metrics = lambda w, ss=ss, y=y, t=ties: ev.group_metrics(
+      ss, y, w, thr, True, t
+    )
+    in_group = {g: c * (a == g).astype(ss.dtype) for g in GROUPS}
     by_group = {g: metrics(in_group[g]) for g in GROUPS}
     for k in ev.METRICS:
       out[f"{m}/group0/{k}"] = by_group[0][k]
@@ -129,7 +135,7 @@ def _statistic(idx, args) -> dict:
     for v, pv in args["p_a"].items():
       pv = pv[rows]
       for g in GROUPS:
-        pop = metrics(pv if g == 1 else 1 - pv)
+        pop = metrics(c * (pv if g == 1 else 1 - pv))
         for k in ev.METRICS:
           out[f"{m}/T{g}({v})/{k}"] = by_group[g][k] - pop[k]
     for g in GROUPS:
@@ -162,8 +168,12 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
   p_a["R"] = ev.group_probability(
     jnp.log(score_r) - jnp.log1p(-score_r), a, "poly", config.degree
   )
+  scores_j = {m: jnp.asarray(s) for m, s in scores.items()}
+  order = {m: jnp.argsort(s) for m, s in scores_j.items()}
   args = {
-    "p": {m: jnp.asarray(s) for m, s in scores.items()},
+    "p": scores_j,
+    "order": order,
+    "ties": {m: ev.tie_bounds(p[order[m]]) for m, p in scores_j.items()},
     "y": y,
     "a": a,
     "p_a": p_a,
@@ -172,7 +182,13 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
   }
   key = jax.random.key(config.seed) if key is None else key
   flat = ev.bootstrap(
-    _statistic, n, key, config.resamples, args=args, level=config.level
+    _statistic,
+    n,
+    key,
+    config.resamples,
+    args=args,
+    level=config.level,
+    by="counts",
   )
   nested = {}
   for k, v in flat.items():

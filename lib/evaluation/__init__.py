@@ -27,6 +27,7 @@ from lib.evaluation.metrics import polynomial_features
 from lib.evaluation.metrics import predict_logistic
 from lib.evaluation.metrics import stable_weights
 from lib.evaluation.metrics import t_statistic
+from lib.evaluation.metrics import tie_bounds
 from lib.evaluation.metrics import weighted_auc
 from lib.evaluation.simulators import SETTINGS
 from lib.evaluation.simulators import Setting

@@ -36,11 +36,20 @@ def _wmean(v, w):
   return jnp.sum(w * v) / jnp.sum(w)
 
 
-def weighted_auc(p, y, w, presorted: bool = False):
+def tie_bounds(ps):
+  """(lo, hi): for ascending scores ps, the slice of rows tied with each row."""
+  return (
+    jnp.searchsorted(ps, ps, side="left"),
+    jnp.searchsorted(ps, ps, side="right"),
+  )
+
+
+def weighted_auc(p, y, w, presorted: bool = False, ties=None):
   """ROC-AUC with sample weights; ties count one half (exact for ties).
 
   presorted: p is already ascending (skips the sort; for many weightings of
-  one score vector, sort once).
+  one score vector, sort once). ties: `tie_bounds(p)` of presorted scores,
+  computed once for many weightings.
   """
   y = y.astype(p.dtype)
   if presorted:
@@ -49,8 +58,7 @@ def weighted_auc(p, y, w, presorted: bool = False):
     order = jnp.argsort(p)
     ps, ys, ws = p[order], y[order], w[order]
   neg = jnp.concatenate([jnp.zeros(1, p.dtype), jnp.cumsum(ws * (1 - ys))])
-  lo = jnp.searchsorted(ps, ps, side="left")
-  hi = jnp.searchsorted(ps, ps, side="right")
+  lo, hi = tie_bounds(ps) if ties is None or not presorted else ties
   below, tied = neg[lo], neg[hi] - neg[lo]
   pos_w = ws * ys
   return jnp.sum(pos_w * (below + 0.5 * tied)) / (
@@ -59,7 +67,7 @@ def weighted_auc(p, y, w, presorted: bool = False):
 
 
 def group_metrics(
-  p, y, w=None, threshold: float = 0.5, presorted: bool = False
+  p, y, w=None, threshold: float = 0.5, presorted: bool = False, ties=None
 ) -> dict:
   """Every metric of scores p in (0, 1) against labels y, weights w.
 
@@ -79,7 +87,7 @@ def group_metrics(
   prev = pos / (pos + neg)
   return {
     "log_loss": _wmean(ce, w),
-    "auc": weighted_auc(p, y, w, presorted),
+    "auc": weighted_auc(p, y, w, presorted, ties),
     "label_rate": prev,
     "recall": tpr,
     "specificity": 1 - fpr,
@@ -99,6 +107,7 @@ def polynomial_features(v, degree: int = 3):
   return jnp.stack([z**k for k in range(degree + 1)], axis=-1)
 
 
+@functools.partial(jax.jit, static_argnames=("iters",))
 def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
   """Weighted logistic regression by Newton's method (IRLS); returns theta.
 
@@ -157,27 +166,52 @@ def t_statistic(
 
 
 @functools.cache
-def _compiled(statistic):
-  """jit(statistic) and jit(vmap(statistic)), cached per function object."""
+def _compiled(statistic, by: str):
+  """jit(statistic) and jit(map of statistic over resamples), per function."""
+
+  def one_resample(i, args, n):
+    if by == "counts":  # multiplicity of each row in this resample
+      i = jnp.zeros(n, jnp.float32).at[i].add(1.0)
+    return statistic(i, args)
+
   many = lambda idx, args: jax.lax.map(
-    lambda i: statistic(i, args), idx, batch_size=min(25, idx.shape[0])
+    lambda i: one_resample(i, args, idx.shape[1]),
+    idx,
+    batch_size=min(25, idx.shape[0]),
   )
   return jax.jit(statistic), jax.jit(many)
 
 
-def bootstrap(statistic, n: int, key, resamples: int, args=(), level=0.95):
-  """Percentile bootstrap of `statistic(idx, args)` (a dict of scalars).
+def bootstrap(
+  statistic, n: int, key, resamples: int, args=(), level=0.95, by="indices"
+):
+  """Percentile bootstrap of `statistic(rows, args)` (a dict of scalars).
 
-  idx [n] are resampled row indices; all resamples run in one jitted call,
-  vmapped in blocks of 25 (`lax.map(batch_size=)`, bounded memory). Pass a module-level `statistic` and its arrays in `args` so that
-  repeated calls with equal shapes reuse one compilation.
+  Each resample draws n row indices uniformly with replacement; all resamples
+  run in one jitted call, in blocks of 25 (`lax.map(batch_size=)`, bounded
+  memory). `by` says what `statistic` receives:
+    "indices": the (n,) int32 drawn indices (the point estimate gets arange(n));
+    "counts": the (n,) float32 multiplicity of each row in the resample (the
+      point estimate gets ones). The same multiset as "indices", so the same
+      percentile interval up to float rounding; a statistic written as a
+      weighted sum over fixed, presorted rows then needs no per-resample
+      gather or sort (the AUC's sort is the expensive part on CPU).
+  Pass a module-level `statistic` and its arrays in `args` so that repeated
+  calls with equal shapes reuse one compilation.
   Returns {name: {"mean": on all rows, "lo", "hi"}}.
   """
   errors.check(
     resamples >= 2, errors.ConfigError, f"need >= 2 resamples, got {resamples}"
   )
-  one, many = _compiled(statistic)
-  point = one(jnp.arange(n), args)
+  errors.check(
+    by in ("indices", "counts"),
+    errors.ConfigError,
+    f"bootstrap by={by!r}: expected 'indices' or 'counts'",
+  )
+  one, many = _compiled(statistic, by)
+  point = one(
+    jnp.arange(n) if by == "indices" else jnp.ones(n, jnp.float32), args
+  )
   idx = jax.random.randint(key, (resamples, n), 0, n)
   draws = many(idx, args)
   q = 100 * (1 - level) / 2

@@ -94,6 +94,56 @@ def test_all_ones_weights_equal_unweighted_and_auc_matches_pairs():
   )
 
 
+def test_presorted_auc_with_precomputed_ties_matches_the_sorting_path():
+  p = jnp.clip(
+    jnp.round(jax.random.uniform(jax.random.key(6), (400,)) * 10) / 10,
+    0.05,
+    0.95,
+  )
+  y = jax.random.bernoulli(jax.random.key(7), p).astype(jnp.int32)
+  w = jax.random.uniform(jax.random.key(8), (400,))
+  order = jnp.argsort(p)
+  ps = p[order]
+  got = ev.weighted_auc(ps, y[order], w[order], True, ev.tie_bounds(ps))
+  np.testing.assert_allclose(got, ev.weighted_auc(p, y, w), rtol=1e-6)
+
+
+def _auc_of_rows(idx, args):
+  p, y = args
+  return {"auc": ev.weighted_auc(p[idx], y[idx], jnp.ones(idx.shape[0]))}
+
+
+def _auc_of_counts(counts, args):
+  p, y, order = args  # counts are per original row; sort them with the scores
+  ps = p[order]
+  return {
+    "auc": ev.weighted_auc(ps, y[order], counts[order], True, ev.tie_bounds(ps))
+  }
+
+
+def test_bootstrap_by_counts_is_the_same_resampling_as_by_indices():
+  # The same key draws the same index multisets; a statistic of the rows
+  # (AUC, sorting each resample) and the same statistic of the multiplicities
+  # over presorted rows must give the same percentile interval.
+  p = jnp.clip(
+    jnp.round(jax.random.uniform(jax.random.key(9), (500,)) * 20) / 20,
+    0.02,
+    0.98,
+  )
+  y = jax.random.bernoulli(jax.random.key(10), p).astype(jnp.int32)
+  order = jnp.argsort(p)
+  key = jax.random.key(11)
+  rows = ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y))
+  counts = ev.bootstrap(
+    _auc_of_counts, 500, key, 40, args=(p, y, order), by="counts"
+  )
+  for k in ("mean", "lo", "hi"):
+    np.testing.assert_allclose(counts["auc"][k], rows["auc"][k], rtol=1e-5)
+  assert rows["auc"]["lo"] < rows["auc"]["mean"] < rows["auc"]["hi"]
+  with pytest.raises(errors.ConfigError, match="by='rows'"):
+    ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), by="rows")
+
+
 def test_fit_logistic_recovers_a_known_model():
   x = jax.random.normal(jax.random.key(4), (20_000,))
   y = jax.random.bernoulli(jax.random.key(5), jax.nn.sigmoid(1.5 * x - 0.5))

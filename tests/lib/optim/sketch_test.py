@@ -155,6 +155,18 @@ def test_count_sketch_table_recovers_heavy_hitters():
   assert int(np.asarray(hit(jnp.asarray(mask))).sum()) == 5  # one per row
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 7])
+def test_median_of_rows_is_numpy_median(rows):
+  rng = np.random.default_rng(rows)
+  x = rng.normal(size=(rows, 257)).astype(np.float32)
+  x[:, :5] = 1.0  # ties
+  got = np.asarray(sketch.median_of_rows(jnp.asarray(x)))
+  np.testing.assert_allclose(got, np.median(x, axis=0), rtol=1e-7)
+  x[rows // 2, 10] = np.nan  # a NaN makes that column's median NaN
+  got = np.asarray(sketch.median_of_rows(jnp.asarray(x)))
+  assert np.isnan(got[10]) and np.isfinite(np.delete(got, 10)).all()
+
+
 @pytest.mark.parametrize("kind", COMPRESSING)
 def test_sketch_size_not_below_dimension_is_an_error(kind):
   for b in (64, 100):
