@@ -28,4 +28,28 @@ def get_config(arg=None):
   config.rerun = arg.rerun
   # Experiments run at once (each its own process); 0 = min(4, CPU count).
   config.jobs = arg.jobs
+  # Seconds each run took in a full job on a 2-core CPU (two at a time); used
+  # only to start the longest first in a workdir without stamps (later jobs
+  # use the durations their own stamps record).
+  config.expected_seconds = dict(
+    quartet_llm=232,
+    quartet_scaling=223,
+    sadl=200,
+    sfn=193,
+    cdflow_density=185,
+    drag=138,
+    hns_kdv=92,
+    hns_advection=79,
+    mix=77,
+    hns_toy=68,
+    disaggregated_eval=67,
+    dpo_diversity=66,
+    qblr=63,
+    trpe=61,
+    bench_cdflow=58,
+    compact_memory=47,
+    simplicity_bias=34,
+    nanoadam_finetune=27,
+    bench_mxfp4=16,
+  )
   return common.lock(config)

@@ -98,7 +98,7 @@ def run_method(config, method: str, workdir: str) -> dict:
   def init_fn(key):
     return jax.vmap(init_one)(jax.random.split(key, seeds))
 
-  def one_seed(s, key, step):
+  def one_seed(s, key, step, tau_t):
     k_goal, k_train = jax.random.split(key)
     # Goals from the prior, reached greedily; states join the buffer.
     z = jax.random.normal(k_goal, (walkers, config.latent))
@@ -129,7 +129,7 @@ def run_method(config, method: str, workdir: str) -> dict:
       else:
         w = jax.nn.softmax(weighter.apply(wp, x))
         wg = jax.grad(
-          lambda p: -drag.dro_objective(weighter.apply(p, x), l_now, tau)
+          lambda p: -drag.dro_objective(weighter.apply(p, x), l_now, tau_t)
         )(wp)
         wu, wopt = wtx.update(wg, wopt, wp)
         wp = optax.apply_updates(wp, wu)
@@ -155,9 +155,10 @@ def run_method(config, method: str, workdir: str) -> dict:
     return out, jnp.mean(values)
 
   def step_fn(state, batch, key, step):
-    del batch
     keys = jax.random.split(rng.stream(key, "drag"), seeds)
-    state, loss = jax.vmap(one_seed, in_axes=(0, 0, None))(state, keys, step)
+    state, loss = jax.vmap(one_seed, in_axes=(0, 0, None, None))(
+      state, keys, step, batch["tau"]
+    )
     return state, {"loss": loss}
 
   def eval_fn(state, data):
@@ -175,8 +176,18 @@ def run_method(config, method: str, workdir: str) -> dict:
     eval_fn=eval_fn,
     name=f"drag/{method}",
     runs=tuple(f"seed{i}" for i in range(seeds)),
+    data={"tau": np.float32(tau)},  # an argument: the taus share one program
   )
-  final = jax.device_get(eval_fn(state, None))
+  # The evaluation lib.train ran at the last step, one row per seed.
+  last = {
+    r["run"]: r
+    for r in history
+    if int(r["step"]) == config.iterations and "visited_coverage" in r
+  }
+  final = {
+    k: np.asarray([last[f"drag/{method}/seed{i}"][k] for i in range(seeds)])
+    for k in MEASURES
+  }
   curve = {"visited_coverage": {}, "imagined_coverage": {}}
   for row in history:
     for key, by_step in curve.items():
@@ -202,6 +213,14 @@ def imagine(config, vae, s, n: int = 512):
   z = jax.random.normal(jax.random.key(3), (n, config.latent))
   img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
   return drag.decode_position(img)
+
+
+MEASURES = (
+  "visited_coverage",
+  "visited_entropy",
+  "imagined_coverage",
+  "imagined_entropy",
+)
 
 
 def measure(config, vae, s) -> dict:

@@ -153,18 +153,23 @@ def _write_stamp(workdir, stamp, status):
     json.dump({**stamp, "status": status}, f, indent=1)
 
 
-def schedule(runs, workdir):
-  """Runs ordered longest first by their last recorded duration (unknown
-  ones first of all), so that with several jobs the slowest starts early."""
+def schedule(runs, workdir, expected=None):
+  """Runs ordered longest first, so that with several jobs the slowest start
+  early and no core idles at the end: by the duration recorded in the run's
+  stamp, else by `expected` (run name -> seconds, the config's measured
+  table), else first of all (unknown)."""
+  expected = expected or {}
 
-  def last_seconds(run):
+  def seconds(run):
     stamp = _read_stamp(os.path.join(workdir, run[2])) or {}
-    return stamp.get("seconds", float("inf"))
+    return stamp.get("seconds", expected.get(run[2], float("inf")))
 
-  return sorted(runs, key=last_seconds, reverse=True)
+  return sorted(runs, key=seconds, reverse=True)
 
 
-def cached_run(experiment, config_arg, workdir, timeout, name, *, rerun):
+def cached_run(
+  experiment, config_arg, workdir, timeout, name, *, rerun, cache_dir=None
+):
   """run_experiment behind the stamp cache; returns (results, error, cached).
 
   Same command and code version: a finished run's results.json is reused and
@@ -196,19 +201,24 @@ def cached_run(experiment, config_arg, workdir, timeout, name, *, rerun):
   os.makedirs(workdir, exist_ok=True)
   if train_lib.is_main_process():
     _write_stamp(workdir, stamp, "running")
+  start = time.perf_counter()
   results, error = run_experiment(
-    experiment, config_arg, workdir, timeout, name
+    experiment, config_arg, workdir, timeout, name, cache_dir=cache_dir
   )
   if error is None and train_lib.is_main_process():
+    stamp["seconds"] = round(time.perf_counter() - start, 1)
     _write_stamp(workdir, stamp, "done")
   return results, error, False
 
 
-def run_experiment(experiment, config_arg, workdir, timeout, name=None):
+def run_experiment(
+  experiment, config_arg, workdir, timeout, name=None, cache_dir=None
+):
   """Runs one experiment binary; returns (results dict or None, error or None).
 
   The child's stdout and stderr go to `<workdir>/log.txt` and, on process 0,
-  live to our log, each line prefixed with `[name]`.
+  live to our log, each line prefixed with `[name]`. `cache_dir`: JAX's
+  persistent compilation cache for the child (see `run`).
   """
   name = name or experiment
   cmd = [
@@ -222,6 +232,9 @@ def run_experiment(experiment, config_arg, workdir, timeout, name=None):
   os.makedirs(workdir, exist_ok=True)
   log_path = os.path.join(workdir, "log.txt")
   env = dict(os.environ, PYTHONUNBUFFERED="1")  # prints arrive line by line
+  if cache_dir:
+    env.setdefault("JAX_COMPILATION_CACHE_DIR", cache_dir)
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
   with open(log_path, "w") as log:
     proc = subprocess.Popen(
       cmd,
@@ -315,7 +328,16 @@ def run(config, workdir) -> dict:
   outputs, failures = {}, {}
   total_start = time.perf_counter()
   jobs = config.jobs or min(4, os.cpu_count() or 1)
-  order = schedule(list(runs), workdir)
+  order = schedule(list(runs), workdir, config.get("expected_seconds", {}))
+  # One persistent compilation cache for every child: a program compiled by
+  # one run (the same init or step under a new closure: another method of a
+  # sweep, another phase, another experiment) is loaded, not compiled again.
+  # Cached executables are the compiled ones: numbers do not change.
+  cache_dir = (
+    None
+    if config.smoke
+    else os.path.abspath(os.path.join(workdir, "jax_cache"))
+  )
   logging.info("running %d experiments, %d at a time", len(order), jobs)
 
   def one(i, experiment, config_arg, run_name):
@@ -329,6 +351,7 @@ def run(config, workdir) -> dict:
       config.timeout_per_run,
       run_name,
       rerun=config.rerun,
+      cache_dir=cache_dir,
     )
     logging.info(
       "[%d/%d] %s %s in %.0f s (%.0f s so far)%s",

@@ -62,7 +62,7 @@ def test_smoke_report_for_one_paper(tmp_path, caplog, monkeypatch):
   assert stamp["code_version"] == reproduce.code_version()
   calls = []
 
-  def fake_run(experiment, config_arg, workdir, timeout, name):
+  def fake_run(experiment, config_arg, workdir, timeout, name, cache_dir=None):
     calls.append(name)
     return {"stand_in": True}, None
 
@@ -146,13 +146,16 @@ def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
   runs = [("x", "quick", "a"), ("x", "quick", "b"), ("x", "quick", "new")]
   order = [r[2] for r in reproduce.schedule(runs, str(tmp_path))]
   assert order == ["new", "b", "a"]  # unknown first, then slowest
+  # A fresh run ("new") is placed by the config's table of expected seconds.
+  order = reproduce.schedule(runs, str(tmp_path), {"new": 20.0})
+  assert [r[2] for r in order] == ["b", "new", "a"]
 
   # Two at a time: both children are alive together.
   import threading
 
   both = threading.Barrier(2, timeout=20)
 
-  def fake_run(experiment, config_arg, workdir, timeout, name):
+  def fake_run(experiment, config_arg, workdir, timeout, name, cache_dir=None):
     both.wait()  # raises BrokenBarrierError if the runs were sequential
     return {"ok": 1.0}, None
 
@@ -160,3 +163,7 @@ def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
   config = config_lib.get_config("only=simplicity_bias+sadl,smoke,jobs=2")
   results = reproduce.run(config, str(tmp_path / "w"))
   assert results["failures"] == {}
+  # Each finished run records its duration for the next job's schedule.
+  for name in ("simplicity_bias", "sadl"):
+    stamp = json.loads((tmp_path / "w" / name / "stamp.json").read_text())
+    assert stamp["status"] == "done" and stamp["seconds"] >= 0
