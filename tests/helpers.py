@@ -6,6 +6,14 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# JAX's persistent compilation cache for this test session (both xdist
+# workers and the binaries they start): conftest.py points JAX at it.
+JAX_CACHE_DIR = os.path.join(
+  os.environ.get("TMPDIR", "/tmp"),
+  "tests_jax_cache_"
+  + (os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())),
+)
+
 
 def run_binary(module: str, *args: str, timeout: float = 300, env=None):
   """Runs `python -m <module> args...` from the repo root; returns CompletedProcess."""

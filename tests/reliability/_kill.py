@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from tests.helpers import JAX_CACHE_DIR
 from tests.helpers import REPO_ROOT
 
 TMP_MARK = ".orbax-checkpoint-tmp"
@@ -32,9 +33,7 @@ def command(module: str, args, workdir) -> list[str]:
   return [sys.executable, "-m", module, *args, f"--workdir={workdir}"]
 
 
-_CACHE = os.path.join(
-  os.environ.get("TMPDIR", "/tmp"), f"kill_tests_jax_cache_{os.getpid()}"
-)
+_CACHE = JAX_CACHE_DIR
 
 
 def _env() -> dict:
