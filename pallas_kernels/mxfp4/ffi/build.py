@@ -37,7 +37,14 @@ from pallas_kernels.mxfp4.ffi._paths import CUDA_LIB
 from pallas_kernels.mxfp4.ffi._paths import SRC_DIR
 from pallas_kernels.mxfp4.ffi._paths import default_out_dir
 
-__all__ = ["BUILD_COMMAND", "build_cpu", "build_cuda", "main"]
+__all__ = [
+  "BUILD_COMMAND",
+  "build_cpu",
+  "build_cuda",
+  "find_cublas_include",
+  "find_nvcc",
+  "main",
+]
 
 CPU_SOURCES = ("mxfp4_cpu.cc", "mxfp4_math.h")
 CUDA_SOURCES = ("mxfp4_cuda.cu", "mxfp4_math.h", "cublaslt_api.h")
@@ -69,7 +76,7 @@ def find_cublas_include(explicit: str | None = None) -> str | None:
   cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
   if cuda_home:
     candidates.append(os.path.join(cuda_home, "include"))
-  nvcc = shutil.which("nvcc")
+  nvcc = find_nvcc()
   if nvcc:
     candidates.append(
       str(pathlib.Path(nvcc).resolve().parent.parent / "include")
@@ -77,6 +84,25 @@ def find_cublas_include(explicit: str | None = None) -> str | None:
   for c in candidates:
     if c and os.path.isfile(os.path.join(c, "cublasLt.h")):
       return c
+  return None
+
+
+def find_nvcc() -> str | None:
+  """nvcc: `$NVCC`, else on PATH, else the `nvidia-cuda-nvcc` wheel's
+  (`nvidia/cu13/bin/nvcc`, which finds the wheels' CUDA headers and static
+  runtime next to it); None when there is none."""
+  found = os.environ.get("NVCC") or shutil.which("nvcc")
+  if found:
+    return found
+  for pkg in ("nvidia.cu13", "nvidia.cuda_nvcc"):
+    try:
+      spec = importlib.util.find_spec(pkg)
+    except ModuleNotFoundError:
+      spec = None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+      path = os.path.join(loc, "bin", "nvcc")
+      if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
   return None
 
 
@@ -147,9 +173,12 @@ def build_cuda(
   out = pathlib.Path(out_dir or default_out_dir()) / CUDA_LIB
   if not force and _up_to_date(out, CUDA_SOURCES):
     return out
-  nvcc = os.environ.get("NVCC") or shutil.which("nvcc")
+  nvcc = find_nvcc()
   if not nvcc:
-    raise RuntimeError("nvcc not found: install the CUDA toolkit (>= 12.8)")
+    raise RuntimeError(
+      "nvcc not found: install the CUDA toolkit (>= 12.8) or the "
+      "nvidia-cuda-nvcc wheel (requirements-dev.txt)"
+    )
   cmd = [
     nvcc,
     "-O2",
