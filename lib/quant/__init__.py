@@ -12,6 +12,8 @@ from lib.quant.formats import dequantize_nvfp4
 from lib.quant.formats import e2m1_decode
 from lib.quant.formats import e2m1_encode_rne
 from lib.quant.formats import e2m1_encode_sr
+from lib.quant.formats import from_blocked
+from lib.quant.formats import nvfp4_matmul
 from lib.quant.formats import pack_nibbles
 from lib.quant.formats import quantize_nvfp4
 from lib.quant.formats import to_blocked

@@ -430,3 +430,127 @@ def to_blocked(scale: jax.Array) -> jax.Array:
   blocks = padded.reshape(rb, 128, cb, 4).transpose(0, 2, 1, 3)
   tiles = blocks.reshape(-1, 4, 32, 4).transpose(0, 2, 1, 3)
   return tiles.reshape(-1)
+
+
+def from_blocked(flat: jax.Array, rows: int, cols: int) -> jax.Array:
+  """Inverse of `to_blocked`: the flat swizzled layout -> scale [rows, cols]."""
+  rb, cb = -(-rows // 128), -(-cols // 4)
+  tiles = flat.reshape(rb * cb, 32, 4, 4).transpose(0, 2, 1, 3)
+  blocks = tiles.reshape(rb, cb, 128, 4).transpose(0, 2, 1, 3)
+  return blocks.reshape(rb * 128, cb * 4)[:rows, :cols]
+
+
+def blocked_index(r, c, cols: int):
+  """Flat position of scale (r, c) of a [rows, cols] matrix in `to_blocked`.
+
+  ((tile_row * tiles_per_row + tile_col) * 32 + r % 32) * 16
+  + ((r % 128) // 32) * 4 + c % 4, with 128 x 4 tiles (tile_row = r // 128,
+  tile_col = c // 4, tiles_per_row = ceil(cols / 4)). The FFI handlers read
+  scales through this formula.
+  """
+  cb = -(-cols // 4)
+  tile = (r // 128) * cb + c // 4
+  return (tile * 32 + r % 32) * 16 + ((r % 128) // 32) * 4 + c % 4
+
+
+# ----------------------------------------------------------------------------
+# NVFP4: E2M1 codes, one E4M3 ("UE4M3", non-negative) scale per 16 elements
+# along the last axis, and one fp32 per-tensor scale (two-level scaling;
+# spec quartet_fp4.md section 2.2). cuBLASLt's VEC16_UE4M3 block scaling
+# reads the block scales in the `to_blocked` layout and applies the product
+# of the two tensor scales as alpha.
+
+NVFP4_GROUP = 16
+E4M3_MAX = 448.0
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class NVFP4Tensor:
+  """NVFP4 tensor quantized along its last axis.
+
+  Attributes:
+    codes: uint8 [..., C/2], packed E2M1 codes (even element in low nibble).
+    scale: float8_e4m3fn [..., C/16], per-16 block scales (non-negative).
+    global_scale: fp32 scalar, the per-tensor second-level scale.
+  """
+
+  codes: jax.Array
+  scale: jax.Array
+  global_scale: jax.Array
+
+  @property
+  def shape(self) -> tuple[int, ...]:
+    """Logical (unpacked) shape [..., C]."""
+    return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
+
+
+def quantize_nvfp4(x: jax.Array, global_scale=None) -> NVFP4Tensor:
+  """Two-level NVFP4: s_g = amax / (6 * 448), s_b = e4m3(amax_b / 6 / s_g).
+
+  Codes are e2m1_rne(x / (s_b s_g)) (saturating at 6); a block of zeros gets
+  scale 0 and codes 0.
+
+  Args:
+    x: [..., C] with C % 16 == 0.
+    global_scale: optional fp32 scalar; default amax(|x|) / (6 * 448) so the
+      largest block scale just fits E4M3.
+  """
+  if x.ndim < 1 or x.shape[-1] % NVFP4_GROUP:
+    raise ValueError(
+      f"NVFP4 quantizes along the last axis in blocks of {NVFP4_GROUP}: got "
+      f"shape {x.shape}, whose last axis is not a multiple of {NVFP4_GROUP}"
+    )
+  x = x.astype(jnp.float32)
+  if global_scale is None:
+    global_scale = jnp.max(jnp.abs(x)) / (E2M1_MAX * E4M3_MAX)
+  global_scale = jnp.asarray(global_scale, jnp.float32)
+  global_scale = jnp.where(global_scale > 0, global_scale, 1.0)
+  g = x.reshape(*x.shape[:-1], -1, NVFP4_GROUP)
+  amax = jnp.max(jnp.abs(g), axis=-1)
+  block = jnp.clip(amax / E2M1_MAX / global_scale, 0, E4M3_MAX)
+  block = block.astype(jnp.float8_e4m3fn)
+  denom = block.astype(jnp.float32) * global_scale
+  a = g / jnp.where(denom > 0, denom, 1.0)[..., None]
+  codes = pack_nibbles(e2m1_encode_rne(a).reshape(x.shape))
+  return NVFP4Tensor(codes, block, global_scale)
+
+
+def dequantize_nvfp4_unscaled(t: NVFP4Tensor) -> jax.Array:
+  """fp32 values e2m1(code) * block_scale (no tensor scale), [..., C].
+
+  A 2-bit E2M1 significand times a 4-bit E4M3 one: exact in fp32 and bf16.
+  """
+  vals = e2m1_decode(unpack_nibbles(t.codes))
+  g = vals.reshape(*vals.shape[:-1], -1, NVFP4_GROUP)
+  return (g * t.scale.astype(jnp.float32)[..., None]).reshape(vals.shape)
+
+
+def dequantize_nvfp4(t: NVFP4Tensor) -> jax.Array:
+  """fp32 values e2m1(code) * block_scale * global_scale."""
+  return dequantize_nvfp4_unscaled(t) * t.global_scale
+
+
+def e4m3_bytes(scale: jax.Array) -> jax.Array:
+  """The uint8 bit patterns of float8_e4m3fn scales (what the FFI reads)."""
+  return lax.bitcast_convert_type(scale.astype(jnp.float8_e4m3fn), jnp.uint8)
+
+
+def nvfp4_matmul(
+  a: NVFP4Tensor, b: NVFP4Tensor, *, out_dtype=jnp.float32, operand_dtype=None
+) -> jax.Array:
+  """alpha (codes x block scales)(a) [M, K] @ (...)(b) [N, K]^T, fp32 sums.
+
+  alpha = a.global_scale * b.global_scale is applied to the [M, N] result,
+  as cuBLASLt's NVFP4 GEMM applies it (its alpha). Operands enter the dot in
+  `operand_dtype` (None: `default_operand_dtype()`); every block-scaled
+  NVFP4 value is exact in bf16, so only the fp32 summation order differs.
+  """
+  dtype = operand_dtype or default_operand_dtype()
+  y = jnp.dot(
+    dequantize_nvfp4_unscaled(a).astype(dtype),
+    dequantize_nvfp4_unscaled(b).astype(dtype).T,
+    precision=lax.Precision.HIGHEST,
+    preferred_element_type=jnp.float32,
+  )
+  return (y * (a.global_scale * b.global_scale)).astype(out_dtype)

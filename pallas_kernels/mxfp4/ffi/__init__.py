@@ -19,6 +19,7 @@ from pallas_kernels.mxfp4.ffi.mx import quantize_absmax
 from pallas_kernels.mxfp4.ffi.mx import quantize_quest
 from pallas_kernels.mxfp4.ffi.mx import selected
 from pallas_kernels.mxfp4.ffi.ops import gemm
+from pallas_kernels.mxfp4.ffi.ops import nvfp4_gemm
 from pallas_kernels.mxfp4.ffi.ops import quantize
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
   "is_built",
   "library_path",
   "mx_matmul",
+  "nvfp4_gemm",
   "quantize",
   "quantize_absmax",
   "quantize_quest",

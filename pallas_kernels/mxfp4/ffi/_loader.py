@@ -21,10 +21,14 @@ from pallas_kernels.mxfp4.ffi import _paths
 
 GEMM_TARGET = "quartet_mxfp4_gemm"
 QUANTIZE_TARGET = "quartet_mxfp4_quantize"
+NVFP4_GEMM_TARGET = "quartet_nvfp4_gemm"
 _SYMBOLS = {
   "cpu": {
     GEMM_TARGET: "QuartetMxfp4GemmCpu",
     QUANTIZE_TARGET: "QuartetMxfp4QuantizeCpu",
+    # The CPU oracle of the NVFP4 layout; its cuBLASLt (VEC16_UE4M3) CUDA
+    # handler is issue 21's open work.
+    NVFP4_GEMM_TARGET: "QuartetNvfp4GemmCpu",
   },
   "CUDA": {
     GEMM_TARGET: "QuartetMxfp4GemmCuda",

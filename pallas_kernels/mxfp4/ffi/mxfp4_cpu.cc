@@ -141,6 +141,105 @@ ffi::Error GemmImpl(ffi::Buffer<ffi::U8> a_codes, ffi::Buffer<ffi::U8> a_scale,
   return ffi::Error::Success();
 }
 
+// Decodes `rows` rows of an NVFP4 operand (codes [rows, K/2], block scales
+// swizzled) into fp32 e2m1(code) * e4m3(block scale), row-major [rows, K].
+void dequantize_nvfp4(const uint8_t* codes, const uint8_t* scale_blocked,
+                      int64_t rows, int64_t k, float* out) {
+  const int64_t kb = k / 2, ks = k / mx::kNvfp4Group;
+  float lut[16];
+  for (uint32_t c = 0; c < 16; ++c) lut[c] = mx::e2m1_decode(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < ks; ++g) {
+      const float s = mx::e4m3_decode(scale_blocked[mx::blocked_index(r, g, ks)]);
+      for (int64_t j = g * mx::kNvfp4Group; j < (g + 1) * mx::kNvfp4Group;
+           j += 2) {
+        const uint8_t byte = codes[r * kb + j / 2];
+        out[r * k + j] = lut[byte & 0xFu] * s;
+        out[r * k + j + 1] = lut[byte >> 4] * s;
+      }
+    }
+  }
+}
+
+// y = (a_global * b_global) * deq(A) @ deq(B)^T for NVFP4 operands whose
+// block scales arrive in the swizzled layout cuBLASLt's VEC16_UE4M3 mode
+// reads (flat [.., blocked_size(R, K/16)]); the tensor scales are fp32
+// buffers with the batch shape. Same accumulation as GemmImpl.
+ffi::Error Nvfp4GemmImpl(ffi::Buffer<ffi::U8> a_codes,
+                         ffi::Buffer<ffi::U8> a_scale,
+                         ffi::Buffer<ffi::F32> a_global,
+                         ffi::Buffer<ffi::U8> b_codes,
+                         ffi::Buffer<ffi::U8> b_scale,
+                         ffi::Buffer<ffi::F32> b_global,
+                         ffi::Result<ffi::AnyBuffer> y) {
+  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
+  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
+  const auto yd = y->dimensions();
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank - 1 ||
+      bsd.size() != rank - 1 || yd.size() != rank ||
+      a_global.dimensions().size() != rank - 2 ||
+      b_global.dimensions().size() != rank - 2) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: need codes [.., R, K/2], swizzled scales "
+        "[.., S], tensor scales [..]; got codes " + dims_str(ad) + " and " +
+        dims_str(bd));
+  }
+  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
+  const int64_t batch = prod(ad, 0, rank - 2);
+  const int64_t ks = k / mx::kNvfp4Group;
+  const int64_t sa = mx::blocked_size(m, ks), sb = mx::blocked_size(n, ks);
+  bool ok = k % mx::kNvfp4Group == 0 && bd[rank - 1] * 2 == k &&
+            asd[rank - 2] == sa && bsd[rank - 2] == sb && yd[rank - 2] == m &&
+            yd[rank - 1] == n && prod(bd, 0, rank - 2) == batch;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
+        " (need K % 16 == 0 and swizzled scales of 128x4-padded size)");
+  }
+  const auto out_type = y->element_type();
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
+  }
+  std::vector<float> a(static_cast<size_t>(m * k)), b(
+                                                    static_cast<size_t>(n * k));
+  for (int64_t t = 0; t < batch; ++t) {
+    dequantize_nvfp4(a_codes.typed_data() + t * m * (k / 2),
+                     a_scale.typed_data() + t * sa, m, k, a.data());
+    dequantize_nvfp4(b_codes.typed_data() + t * n * (k / 2),
+                     b_scale.typed_data() + t * sb, n, k, b.data());
+    const float alpha = a_global.typed_data()[t] * b_global.typed_data()[t];
+    for (int64_t i = 0; i < m; ++i) {
+      const float* ar = a.data() + i * k;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* br = b.data() + j * k;
+        // E2M1 x E4M3 products have <= 6 significant bits: exact in fp32.
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t l = 0; l < k; l += 8) {
+          for (int u = 0; u < 8; ++u) acc[u] += ar[l + u] * br[l + u];
+        }
+        for (int h = 4; h >= 1; h >>= 1) {
+          for (int u = 0; u < h; ++u) acc[u] += acc[u + h];
+        }
+        const float v = alpha * acc[0];
+        const int64_t o = (t * m + i) * n + j;
+        if (out_type == ffi::F32) {
+          static_cast<float*>(y->untyped_data())[o] = v;
+        } else {
+          static_cast<uint16_t*>(y->untyped_data())[o] = float_to_bf16(v);
+        }
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
 // In-place normalised Walsh-Hadamard transform of one group of 32
 // (Sylvester order: H[i, j] = (-1)^popcount(i & j) / sqrt(32)).
 // The butterfly order (stride 16 first) matches the CUDA warp-shuffle kernel.
@@ -248,6 +347,7 @@ ffi::Error QuantizeImpl(ffi::AnyBuffer x, ffi::Buffer<ffi::F32> signs,
 #define QUARTET_EXPORT extern "C" __attribute__((visibility("default")))
 QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4GemmCpu(XLA_FFI_CallFrame*);
 QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4QuantizeCpu(XLA_FFI_CallFrame*);
+QUARTET_EXPORT XLA_FFI_Error* QuartetNvfp4GemmCpu(XLA_FFI_CallFrame*);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(QuartetMxfp4GemmCpu, GemmImpl,
                               ffi::Ffi::Bind()
@@ -269,3 +369,13 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(QuartetMxfp4QuantizeCpu, QuantizeImpl,
                                   .Attr<int32_t>("method")
                                   .Attr<bool>("rotate")
                                   .Attr<int64_t>("period"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(QuartetNvfp4GemmCpu, Nvfp4GemmImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::U8>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::AnyBuffer>());

@@ -176,6 +176,39 @@ MX_HD uint32_t quantize_code(int32_t method, float a, float u) {
   return method == kAbsmaxSr ? e2m1_encode_sr(a, u) : e2m1_encode_rne(a);
 }
 
+// ---------------------------------------------------------------------------
+// NVFP4 (spec quartet_fp4.md section 2.2): E2M1 codes, one E4M3 scale per 16
+// elements, block scales in the cuBLAS/CUTLASS swizzled layout.
+
+constexpr int kNvfp4Group = 16;
+
+// float8_e4m3fn bits -> fp32: sign, 4-bit exponent (bias 7), 3-bit mantissa;
+// exponent 0 is subnormal (m/8 * 2^-6); 0x7F / 0xFF are NaN (no infinities).
+MX_HD float e4m3_decode(uint32_t b) {
+  const uint32_t e = (b >> 3) & 0xFu, m = b & 7u;
+  const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+  if (e == 15u && m == 7u) return NAN;
+  const float mag =
+      e == 0u ? ldexpf(static_cast<float>(m), -9)
+              : ldexpf(1.0f + static_cast<float>(m) * 0.125f,
+                       static_cast<int>(e) - 7);
+  return sign * mag;
+}
+
+// Flat position of scale (r, c) of a [rows, cols] scale matrix in the
+// swizzled layout (128 x 4 tiles, each stored as 32 x 16: element (i, j)
+// holds scale[i + 32 (j / 4), j % 4]); `reference.blocked_index` in Python.
+MX_HD int64_t blocked_index(int64_t r, int64_t c, int64_t cols) {
+  const int64_t tiles_per_row = (cols + 3) / 4;
+  const int64_t tile = (r / 128) * tiles_per_row + c / 4;
+  return (tile * 32 + r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4;
+}
+
+// Elements of a swizzled [rows, cols] scale matrix (padded to 128 x 4 tiles).
+MX_HD int64_t blocked_size(int64_t rows, int64_t cols) {
+  return ((rows + 127) / 128) * 128 * ((cols + 3) / 4) * 4;
+}
+
 }  // namespace quartet_mxfp4
 
 #endif  // QUARTET_MXFP4_FFI_MXFP4_MATH_H_

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.errors import MxDTypeError
 from pallas_kernels.mxfp4.errors import MxInputError
 from pallas_kernels.mxfp4.ffi import _loader
@@ -109,6 +110,79 @@ def gemm(
     vmap_method="broadcast_all",
   )
   return call(*args, alpha=np.float32(alpha))
+
+
+def nvfp4_gemm(a, b, *, out_dtype=jnp.float32):
+  """`reference.nvfp4_matmul(a, b)` through the FFI ("TN", fp32 sums).
+
+  The block scales cross the boundary as E4M3 bytes in the swizzled layout
+  cuBLASLt's VEC16_UE4M3 mode reads (`reference.to_blocked`, one flat
+  vector per batch element); the tensor scales as fp32 with the batch shape.
+  Only a CPU handler exists so far (the oracle of that layout).
+
+  Args:
+    a: `reference.NVFP4Tensor` [..., M, K] (K % 16 == 0).
+    b: `reference.NVFP4Tensor` [..., N, K].
+    out_dtype: float32 or bfloat16.
+
+  Returns:
+    `[..., M, N]` array of `out_dtype`; leading dims broadcast.
+  """
+  out_dtype = jnp.dtype(out_dtype)
+  if out_dtype not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
+    raise MxDTypeError(
+      f"out_dtype must be float32 or bfloat16, got {out_dtype}"
+    )
+  for name, t in (("a", a), ("b", b)):
+    _check_u8(f"{name}.codes", t.codes)
+    if t.codes.ndim < 2 or t.scale.shape != t.codes.shape[:-1] + (
+      t.codes.shape[-1] * 2 // reference.NVFP4_GROUP,
+    ):
+      raise MxInputError(
+        f"nvfp4_gemm: {name} has codes {t.codes.shape} and block scales "
+        f"{t.scale.shape}; need [..., R, K/2] and [..., R, K/16]"
+      )
+  m, kb = a.codes.shape[-2:]
+  n = b.codes.shape[-2]
+  if b.codes.shape[-1] != kb:
+    raise MxInputError(
+      f"nvfp4_gemm: contraction sizes differ: a {a.shape}, b {b.shape}"
+    )
+  platform = _loader.ffi_platform()
+  if platform != "cpu":
+    raise MxInputError(
+      "nvfp4_gemm: no CUDA handler yet (the cuBLASLt VEC16_UE4M3 path is "
+      "issue 21's open work); use reference.nvfp4_matmul"
+    )
+  _loader.ensure_registered("cpu")
+  batch = jnp.broadcast_shapes(
+    a.codes.shape[:-2],
+    b.codes.shape[:-2],
+    jnp.shape(a.global_scale),
+    jnp.shape(b.global_scale),
+  )
+  ks = 2 * kb // reference.NVFP4_GROUP
+
+  def swizzled(scale, rows):
+    flat = reference.e4m3_bytes(scale).reshape(-1, rows, ks)
+    out = jax.vmap(reference.to_blocked)(flat)
+    return out.reshape(scale.shape[:-2] + out.shape[-1:])
+
+  sa, sb = swizzled(a.scale, m), swizzled(b.scale, n)
+  args = [
+    jnp.broadcast_to(a.codes, batch + a.codes.shape[-2:]),
+    jnp.broadcast_to(sa, batch + sa.shape[-1:]),
+    jnp.broadcast_to(jnp.asarray(a.global_scale, jnp.float32), batch),
+    jnp.broadcast_to(b.codes, batch + b.codes.shape[-2:]),
+    jnp.broadcast_to(sb, batch + sb.shape[-1:]),
+    jnp.broadcast_to(jnp.asarray(b.global_scale, jnp.float32), batch),
+  ]
+  call = jax.ffi.ffi_call(
+    _loader.NVFP4_GEMM_TARGET,
+    jax.ShapeDtypeStruct(batch + (m, n), out_dtype),
+    vmap_method="broadcast_all",
+  )
+  return call(*args)
 
 
 @functools.cache
