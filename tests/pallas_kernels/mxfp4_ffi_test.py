@@ -58,6 +58,7 @@ def test_cpu_library_exports_handlers(cpu_library):
     check=True,
   ).stdout
   assert "QuartetMxfp4GemmCpu" in out
+  assert "QuartetNvfp4GemmCpu" in out
   assert "QuartetMxfp4QuantizeCpu" in out
 
 
@@ -259,9 +260,11 @@ def test_cuda_library_compiles_and_exports(tmp_path):
     ).stdout
     assert "QuartetMxfp4GemmCuda" in out
     assert "QuartetMxfp4QuantizeCuda" in out
+    assert "QuartetNvfp4GemmCuda" in out
   # Static cudart + dlopen'ed cuBLASLt: loads even without a GPU or cuBLAS.
   lib = ctypes.cdll.LoadLibrary(str(path))
   assert lib.QuartetMxfp4GemmCuda and lib.QuartetMxfp4QuantizeCuda
+  assert lib.QuartetNvfp4GemmCuda
 
 
 def test_selected_dispatch_rules():

@@ -26,13 +26,12 @@ _SYMBOLS = {
   "cpu": {
     GEMM_TARGET: "QuartetMxfp4GemmCpu",
     QUANTIZE_TARGET: "QuartetMxfp4QuantizeCpu",
-    # The CPU oracle of the NVFP4 layout; its cuBLASLt (VEC16_UE4M3) CUDA
-    # handler is issue 21's open work.
     NVFP4_GEMM_TARGET: "QuartetNvfp4GemmCpu",
   },
   "CUDA": {
     GEMM_TARGET: "QuartetMxfp4GemmCuda",
     QUANTIZE_TARGET: "QuartetMxfp4QuantizeCuda",
+    NVFP4_GEMM_TARGET: "QuartetNvfp4GemmCuda",
   },
 }
 _LIB_FILES = {"cpu": _paths.CPU_LIB, "CUDA": _paths.CUDA_LIB}

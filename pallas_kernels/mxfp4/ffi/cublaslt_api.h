@@ -49,7 +49,10 @@ constexpr int kDescBScalePointer = 18;     // ..._B_SCALE_POINTER
 constexpr int kDescAScaleMode = 31;        // ..._A_SCALE_MODE
 constexpr int kDescBScaleMode = 32;        // ..._B_SCALE_MODE
 // cublasLtMatmulMatrixScale_t
+constexpr int32_t kScaleVec16Ue4m3 = 1;    // ..._MATRIX_SCALE_VEC16_UE4M3
 constexpr int32_t kScaleVec32Ue8m0 = 2;    // ..._MATRIX_SCALE_VEC32_UE8M0
+constexpr int kDescPointerMode = 2;        // CUBLASLT_MATMUL_DESC_POINTER_MODE
+constexpr int32_t kPointerModeDevice = 1;  // CUBLASLT_POINTER_MODE_DEVICE
 // cublasLtMatmulPreferenceAttributes_t
 constexpr int kPrefMaxWorkspaceBytes = 1;  // ..._PREF_MAX_WORKSPACE_BYTES
 // cudaDataType_t (library_types.h ships with the CUDA toolkit)
@@ -101,6 +104,10 @@ static_assert(kScaleVec32Ue8m0 == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0,
 static_assert(kPrefMaxWorkspaceBytes ==
                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
               "");
+static_assert(kScaleVec16Ue4m3 == CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3,
+              "");
+static_assert(kDescPointerMode == CUBLASLT_MATMUL_DESC_POINTER_MODE, "");
+static_assert(kPointerModeDevice == CUBLASLT_POINTER_MODE_DEVICE, "");
 static_assert(sizeof(MatmulAlgo) == sizeof(cublasLtMatmulAlgo_t), "");
 static_assert(sizeof(HeuristicResult) ==
                   sizeof(cublasLtMatmulHeuristicResult_t),

@@ -13,7 +13,12 @@
 //     anything older: ffi::Error. Where cuBLASLt offers no FP4 algorithm for
 //     a problem (an unsupported shape or cuBLAS version), the BF16 path runs
 //     instead and one line on stderr says so.
-//   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 path (for benchmarks).
+//   quartet_nvfp4_gemm: NVFP4 operands (E2M1 + E4M3 per 16, blocked scales,
+//     fp32 tensor scales): cuBLASLt VEC16_UE4M3 block-scaled GEMM on 10.x /
+//     12.x with alpha = a_global * b_global in device pointer mode; the same
+//     dequantise + BF16 fallback on 8.x / 9.x. This is the FP4 path cuBLASLt
+//     documents (NVFP4); compiled in CI, not yet run on a Blackwell GPU.
+//   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 paths (for benchmarks).
 //
 // Caveat (issue 21, from cublasLt.h and NVIDIA's docs; unmeasured on
 // Blackwell): cuBLASLt documents block-scaled FP4 only as NVFP4 (E2M1 with
@@ -318,20 +323,31 @@ struct LtCall {
 // y[M, N] (row-major) = alpha * X[M, K] W[N, K]^T, i.e. in cuBLAS's
 // column-major terms D[N, M] = alpha * op(A) B with A = W (K x N, "T"),
 // B = X (K x M, "N"): the "TN" layout both FP4 operands need.
-ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, bool fp4,
+//
+// scale_mode: 0 for BF16 operands, else the block-scaling mode of both FP4
+// operands (kScaleVec32Ue8m0: MXFP4, kScaleVec16Ue4m3: NVFP4; scales already
+// in the blocked layout). alpha_beta_dev: null for the host scalar `alpha`,
+// else device {alpha, beta} (NVFP4's alpha is the product of two tensor
+// scales that live on the device).
+ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, int32_t scale_mode,
                     const void* x, const void* w, const void* x_scale,
                     const void* w_scale, void* y, cudaDataType_t y_type,
                     int64_t m, int64_t n, int64_t k, float alpha,
-                    void* workspace) {
+                    void* workspace, const float* alpha_beta_dev = nullptr) {
   const LtApi& api = lt_api();
   LtCall c(api);
+  const bool fp4 = scale_mode != 0;
   const cudaDataType_t in_type = fp4 ? lt::kE2M1 : CUDA_R_16BF;
   LT_CHECK(api.desc_create(&c.desc, lt::kComputeF32, CUDA_R_32F));
   const int32_t op_t = lt::kOpT, op_n = lt::kOpN;
   LT_CHECK(api.desc_set(c.desc, lt::kDescTransA, &op_t, sizeof(op_t)));
   LT_CHECK(api.desc_set(c.desc, lt::kDescTransB, &op_n, sizeof(op_n)));
+  if (alpha_beta_dev) {
+    const int32_t pm = lt::kPointerModeDevice;
+    LT_CHECK(api.desc_set(c.desc, lt::kDescPointerMode, &pm, sizeof(pm)));
+  }
   if (fp4) {
-    const int32_t mode = lt::kScaleVec32Ue8m0;
+    const int32_t mode = scale_mode;
     LT_CHECK(api.desc_set(c.desc, lt::kDescAScaleMode, &mode, sizeof(mode)));
     LT_CHECK(api.desc_set(c.desc, lt::kDescBScaleMode, &mode, sizeof(mode)));
     LT_CHECK(api.desc_set(c.desc, lt::kDescAScalePointer, &w_scale,
@@ -360,8 +376,11 @@ ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, bool fp4,
             ")");
   }
   const float beta = 0.0f;
-  LT_CHECK(api.matmul(handle, c.desc, &alpha, w, c.a, x, c.b, &beta, y, c.d,
-                      y, c.d, &result.algo, workspace, kLtWorkspace, stream));
+  const void* alpha_ptr = alpha_beta_dev ? alpha_beta_dev : &alpha;
+  const void* beta_ptr = alpha_beta_dev ? alpha_beta_dev + 1 : &beta;
+  LT_CHECK(api.matmul(handle, c.desc, alpha_ptr, w, c.a, x, c.b, beta_ptr, y,
+                      c.d, y, c.d, &result.algo, workspace, kLtWorkspace,
+                      stream));
   return ffi::Error::Success();
 }
 
@@ -407,8 +426,8 @@ ffi::Error Fp4Gemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const 
                                                               cb, b_blk);
   ffi::Error e = cuda_error("scale layout kernel");
   if (e.failure()) return e;
-  return LtMatmul(stream, handle, true, ac, bc, pa, pb, y, y_type, m, n, k,
-                  alpha, workspace);
+  return LtMatmul(stream, handle, lt::kScaleVec32Ue8m0, ac, bc, pa, pb, y,
+                  y_type, m, n, k, alpha, workspace);
 }
 
 // Hopper/Ampere (or no FP4 algorithm): exact BF16 operands, fp32 GEMM.
@@ -431,8 +450,8 @@ ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, co
                                                               n * k / 2);
   ffi::Error e = cuda_error("dequantize kernel");
   if (e.failure()) return e;
-  return LtMatmul(stream, handle, false, pa, pb, nullptr, nullptr, y, y_type,
-                  m, n, k, alpha, workspace);
+  return LtMatmul(stream, handle, 0, pa, pb, nullptr, nullptr, y, y_type, m,
+                  n, k, alpha, workspace);
 }
 
 ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
@@ -538,11 +557,170 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   return ffi::Error::Success();
 }
 
+// ----------------------------------------------------------------------------
+// NVFP4 GEMM (quartet_nvfp4_gemm; CPU oracle Nvfp4GemmImpl in mxfp4_cpu.cc).
+// Block scales arrive as E4M3 bytes already in the blocked layout (the
+// Python wrapper swizzles them with reference.to_blocked), so Blackwell hands
+// them to cuBLASLt's VEC16_UE4M3 mode as they are; alpha = a_global *
+// b_global is computed on the device and passed in device pointer mode.
+
+// {alpha, beta} = {a_global[t] * b_global[t], 0} for every batch element.
+__global__ void Nvfp4AlphaKernel(const float* __restrict__ ag,
+                                 const float* __restrict__ bg,
+                                 float* __restrict__ out, int64_t batch) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                    threadIdx.x;
+  if (t >= batch) return;
+  out[2 * t] = ag[t] * bg[t];
+  out[2 * t + 1] = 0.0f;
+}
+
+// Packed NVFP4 [rows, K/2] + blocked E4M3 scales -> BF16 [rows, K] (exact:
+// a 2-bit E2M1 significand times a 4-bit E4M3 one fits BF16's 8 bits).
+__global__ void Nvfp4DequantKernel(const uint8_t* __restrict__ codes,
+                                   const uint8_t* __restrict__ scale_blocked,
+                                   __nv_bfloat16* __restrict__ out, int64_t k,
+                                   int64_t pairs) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                    threadIdx.x;
+  if (p >= pairs) return;
+  const int64_t row = (2 * p) / k, col = (2 * p) % k;
+  const int64_t ks = k / mx::kNvfp4Group;
+  const float s = mx::e4m3_decode(
+      scale_blocked[mx::blocked_index(row, col / mx::kNvfp4Group, ks)]);
+  const uint8_t b = codes[p];
+  out[2 * p] = __float2bfloat16_rn(mx::e2m1_decode(b & 0xFu) * s);
+  out[2 * p + 1] = __float2bfloat16_rn(mx::e2m1_decode(b >> 4) * s);
+}
+
+ffi::Error Nvfp4GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
+                         int32_t device, ffi::Buffer<ffi::U8> a_codes,
+                         ffi::Buffer<ffi::U8> a_scale,
+                         ffi::Buffer<ffi::F32> a_global,
+                         ffi::Buffer<ffi::U8> b_codes,
+                         ffi::Buffer<ffi::U8> b_scale,
+                         ffi::Buffer<ffi::F32> b_global,
+                         ffi::Result<ffi::AnyBuffer> y) {
+  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
+  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
+  const auto yd = y->dimensions();
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank - 1 ||
+      bsd.size() != rank - 1 || yd.size() != rank ||
+      a_global.dimensions().size() != rank - 2 ||
+      b_global.dimensions().size() != rank - 2) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: need codes [.., R, K/2], blocked scales [.., S] "
+        "and tensor scales [..]");
+  }
+  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
+  const int64_t batch = prod(ad, 0, rank - 2);
+  const int64_t ks = k / mx::kNvfp4Group;
+  const int64_t sa = mx::blocked_size(m, ks), sb = mx::blocked_size(n, ks);
+  bool ok = k % mx::kNvfp4Group == 0 && bd[rank - 1] * 2 == k &&
+            asd[rank - 2] == sa && bsd[rank - 2] == sb && yd[rank - 2] == m &&
+            yd[rank - 1] == n && prod(bd, 0, rank - 2) == batch;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd));
+  }
+  const auto out_type = y->element_type();
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
+  }
+  if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
+  int major = 0;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess) {
+    return cuda_error("querying the device");
+  }
+  // Chosen by compute capability, not by a failed call: NVFP4 block scaling
+  // exists on 10.x and 12.x (Blackwell); 8.x and 9.x dequantize to BF16.
+  const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
+  const bool fp4 = (major == 10 || major == 12) && !(force && force[0] == '1');
+  if (!fp4 && major < 8) {
+    return ffi::Error(ffi::ErrorCode::kUnimplemented,
+                      "quartet_nvfp4_gemm: needs compute capability >= 8.0");
+  }
+  const LtApi& api = lt_api();
+  if (!api.ok) {
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      "quartet_nvfp4_gemm: " + api.error);
+  }
+  std::string err;
+  lt::Handle handle = lt_handle(device, &err);
+  if (!handle) return ffi::Error::Internal("quartet_nvfp4_gemm: " + err);
+  auto workspace = scratch.Allocate(kLtWorkspace, 256);
+  auto alphas = scratch.Allocate(static_cast<size_t>(2 * batch) * 4, 256);
+  if (!workspace || !alphas) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_nvfp4_gemm: no scratch memory");
+  }
+  auto* ab = static_cast<float*>(*alphas);
+  Nvfp4AlphaKernel<<<grid_for(batch), kThreads, 0, stream>>>(
+      a_global.typed_data(), b_global.typed_data(), ab, batch);
+  ffi::Error e = cuda_error("alpha kernel");
+  if (e.failure()) return e;
+  const cudaDataType_t y_type =
+      out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
+  const size_t y_bytes = out_type == ffi::F32 ? 4 : 2;
+  bool use_fp4 = fp4;
+  Buffers bufs{scratch};
+  for (int64_t t = 0; t < batch; ++t) {
+    const uint8_t* ac = a_codes.typed_data() + t * m * (k / 2);
+    const uint8_t* as = a_scale.typed_data() + t * sa;
+    const uint8_t* bc = b_codes.typed_data() + t * n * (k / 2);
+    const uint8_t* bs = b_scale.typed_data() + t * sb;
+    void* yt = static_cast<char*>(y->untyped_data()) + t * m * n * y_bytes;
+    if (use_fp4) {
+      e = LtMatmul(stream, handle, lt::kScaleVec16Ue4m3, ac, bc, as, bs, yt,
+                   y_type, m, n, k, 1.0f, *workspace, ab + 2 * t);
+      if (e.failure() && e.errc() == ffi::ErrorCode::kUnimplemented) {
+        static std::once_flag warned;
+        std::call_once(warned, [&] {
+          fprintf(stderr, "quartet_nvfp4_gemm: %s; using dequantize + BF16\n",
+                  e.message().c_str());
+        });
+        use_fp4 = false;
+      }
+    }
+    if (!use_fp4) {
+      if (!bufs.get(static_cast<size_t>(m * k * 2),
+                    static_cast<size_t>(n * k * 2))) {
+        return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                          "quartet_nvfp4_gemm: no scratch memory for BF16 "
+                          "operands");
+      }
+      auto* pa = static_cast<__nv_bfloat16*>(bufs.a);
+      auto* pb = static_cast<__nv_bfloat16*>(bufs.b);
+      Nvfp4DequantKernel<<<grid_for(m * k / 2), kThreads, 0, stream>>>(
+          ac, as, pa, k, m * k / 2);
+      Nvfp4DequantKernel<<<grid_for(n * k / 2), kThreads, 0, stream>>>(
+          bc, bs, pb, k, n * k / 2);
+      e = cuda_error("dequantize kernel");
+      if (e.failure()) return e;
+      e = LtMatmul(stream, handle, 0, pa, pb, nullptr, nullptr, yt, y_type, m,
+                   n, k, 1.0f, *workspace, ab + 2 * t);
+    }
+    if (e.failure()) return e;
+    g_last_path.store(use_fp4 ? 1 : 2);
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 #define QUARTET_EXPORT extern "C" __attribute__((visibility("default")))
 QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4GemmCuda(XLA_FFI_CallFrame*);
 QUARTET_EXPORT XLA_FFI_Error* QuartetMxfp4QuantizeCuda(XLA_FFI_CallFrame*);
+QUARTET_EXPORT XLA_FFI_Error* QuartetNvfp4GemmCuda(XLA_FFI_CallFrame*);
 
 QUARTET_EXPORT int QuartetMxfp4CudaLastGemmPath() { return g_last_path.load(); }
 
@@ -573,3 +751,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
         .Attr<bool>("rotate")
         .Attr<int64_t>("period"),
     {ffi::Traits::kCmdBufferCompatible});
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    QuartetNvfp4GemmCuda, Nvfp4GemmImpl,
+    ffi::Ffi::Bind()
+        .Ctx<ffi::PlatformStream<cudaStream_t>>()
+        .Ctx<ffi::ScratchAllocator>()
+        .Ctx<ffi::DeviceOrdinal>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::F32>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::U8>>()
+        .Arg<ffi::Buffer<ffi::F32>>()
+        .Ret<ffi::AnyBuffer>());

@@ -118,7 +118,9 @@ def nvfp4_gemm(a, b, *, out_dtype=jnp.float32):
   The block scales cross the boundary as E4M3 bytes in the swizzled layout
   cuBLASLt's VEC16_UE4M3 mode reads (`reference.to_blocked`, one flat
   vector per batch element); the tensor scales as fp32 with the batch shape.
-  Only a CPU handler exists so far (the oracle of that layout).
+  CUDA: cuBLASLt's NVFP4 GEMM on compute capability 10.x / 12.x, dequantize
+  + BF16 on 8.x / 9.x (chosen by capability; `last_cuda_gemm_path()`); CPU:
+  the oracle handler.
 
   Args:
     a: `reference.NVFP4Tensor` [..., M, K] (K % 16 == 0).
@@ -148,13 +150,7 @@ def nvfp4_gemm(a, b, *, out_dtype=jnp.float32):
     raise MxInputError(
       f"nvfp4_gemm: contraction sizes differ: a {a.shape}, b {b.shape}"
     )
-  platform = _loader.ffi_platform()
-  if platform != "cpu":
-    raise MxInputError(
-      "nvfp4_gemm: no CUDA handler yet (the cuBLASLt VEC16_UE4M3 path is "
-      "issue 21's open work); use reference.nvfp4_matmul"
-    )
-  _loader.ensure_registered("cpu")
+  _ensure_registered()
   batch = jnp.broadcast_shapes(
     a.codes.shape[:-2],
     b.codes.shape[:-2],
