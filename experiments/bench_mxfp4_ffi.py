@@ -10,8 +10,12 @@ block-scaled FP4 tensor-core GEMM. The fused quantizer is checked code for code
 against the reference (RTN paths bit-exact without rotation), and
 `quartet_linear(..., implementation="ffi")` against "xla" (values and grads).
 
-Writes results.json: per shape max relative error, times (ms) and
-`speedup_vs_bf16_dot` = t(jnp.dot bf16) / t(ffi gemm); plus the path taken.
+The same for NVFP4 (`ffi.nvfp4_gemm`: cuBLASLt's VEC16_UE4M3 FP4 GEMM on
+Blackwell, the documented FP4 path; dequantise + BF16 on Hopper).
+
+Writes results.json: per shape and format max relative error, times (ms),
+`speedup_vs_bf16_dot` = t(jnp.dot bf16) / t(ffi gemm) and the path the
+shape took ("1_sm100": block-scaled FP4, "2_sm90": dequantise + BF16).
 
 Run: python -m experiments.bench_mxfp4_ffi --config configs/bench_mxfp4_ffi.py --workdir runs/bench_mxfp4_ffi
 
@@ -83,6 +87,7 @@ def _gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
     )
   )
   y = ffi_gemm(a, b).astype(jnp.float32)
+  path = _path()
   want = exact(a, b)
   scale = jnp.max(jnp.abs(want))
   rel = float(jnp.max(jnp.abs(y - want)) / scale)
@@ -92,12 +97,51 @@ def _gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
   flops = 2.0 * m * n * k
   return dict(
     max_rel_err=rel,
+    path=path,
     ms_ffi=t_ffi,
     ms_bf16_dot=t_dot,
     ms_dequant_f32_dot=t_exact,
     tflops_ffi=flops / t_ffi / 1e9,
     speedup_vs_bf16_dot=t_dot / t_ffi,
     speedup_vs_dequant_dot=t_exact / t_ffi,
+  )
+
+
+def _nvfp4_gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
+  """The NVFP4 FFI GEMM (cuBLASLt's documented FP4 path on Blackwell)."""
+  kx, kw = jax.random.split(key)
+  x = jax.random.normal(kx, (m, k), jnp.float32)
+  w = jax.random.normal(kw, (n, k), jnp.float32)
+  quant = jax.jit(reference.quantize_nvfp4)
+  a, b = quant(x), quant(w)
+  ffi_gemm = jax.jit(lambda a, b: ffi.nvfp4_gemm(a, b, out_dtype=out_dtype))
+  exact = jax.jit(
+    lambda a, b: jnp.dot(
+      reference.dequantize_nvfp4(a),
+      reference.dequantize_nvfp4(b).T,
+      precision=jax.lax.Precision.HIGHEST,
+    )
+  )
+  bf16_dot = jax.jit(
+    lambda x, w: jnp.dot(
+      x.astype(jnp.bfloat16),
+      w.astype(jnp.bfloat16).T,
+      preferred_element_type=out_dtype,
+    )
+  )
+  y = ffi_gemm(a, b).astype(jnp.float32)
+  path = _path()
+  want = exact(a, b)
+  rel = float(jnp.max(jnp.abs(y - want)) / jnp.max(jnp.abs(want)))
+  t_ffi = _time(ffi_gemm, a, b, warmup=warmup, iters=iters)
+  t_dot = _time(bf16_dot, x, w, warmup=warmup, iters=iters)
+  return dict(
+    max_rel_err=rel,
+    path=path,
+    ms_ffi=t_ffi,
+    ms_bf16_dot=t_dot,
+    tflops_ffi=2.0 * m * n * k / t_ffi / 1e9,
+    speedup_vs_bf16_dot=t_dot / t_ffi,
   )
 
 
@@ -207,6 +251,20 @@ def run(config, workdir) -> dict:
     gemm[f"{m}x{n}x{k}"] = case
   results["gemm"] = gemm
   results["path"] = _path()
+  nvfp4 = {}
+  for i, (m, n, k) in enumerate(config.shapes):
+    case = _nvfp4_gemm_case(
+      jax.random.fold_in(key, 500 + i),
+      m,
+      n,
+      k,
+      out_dtype,
+      config.warmup,
+      config.iters,
+    )
+    logging.info("nvfp4 gemm %dx%dx%d: %s", m, n, k, case)
+    nvfp4[f"{m}x{n}x{k}"] = case
+  results["nvfp4_gemm"] = nvfp4
   results["quantize"] = _quantize_case(
     jax.random.fold_in(key, 1000),
     config.quantize_rows,

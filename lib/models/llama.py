@@ -31,7 +31,8 @@ class LlamaConfig:
       multiples of 32 when linear == "quartet").
     max_len: longest sequence (rotary tables).
     linear: "dense" (high precision) or "quartet" (MXFP4 GEMMs).
-    forward, backward, rerotate, implementation: `quartet_linear` flags.
+    forward, backward, rerotate, implementation, fmt: `quartet_linear` flags
+      (fmt="nvfp4" takes forward "rtn" or "bf16").
     split_projections: name every projection apart as Llama/Qwen checkpoints
       do (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `gate_proj`, `up_proj`,
       `down_proj`) instead of Quartet's fused `qkv`, `out`, `w12`, `down`.
@@ -46,11 +47,12 @@ class LlamaConfig:
   mlp_hidden: int = 384
   max_len: int = 512
   linear: str = "quartet"
-  forward: str = "quest"
+  forward: str | None = None
   backward: str = "sr"
   rerotate: bool = True
   implementation: str | None = None
   split_projections: bool = False
+  fmt: str = "mxfp4"
 
   def __post_init__(self):
     if self.linear not in ("dense", "quartet"):
@@ -102,6 +104,7 @@ class Block(nn.Module):
       backward=c.backward,
       rerotate=c.rerotate,
       implementation=c.implementation,
+      fmt=c.fmt,
       kernel_init=init,
       name=name,
     )

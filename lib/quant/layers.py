@@ -13,7 +13,7 @@ from lib.quant import quartet
 
 
 class QuartetDense(nn.Module):
-  """y = x W^T (+ b) with Quartet's MXFP4 forward and backward.
+  """y = x W^T (+ b) with Quartet's FP4 (MXFP4 or NVFP4) forward and backward.
 
   The kernel is stored [features, in_features] (the GEMM's K-major "TN"
   layout). The backward's randomness comes from the "quant" rng stream
@@ -23,17 +23,18 @@ class QuartetDense(nn.Module):
   Attributes:
     features: output size N (multiple of 32).
     use_bias: add a high-precision bias.
-    forward, backward, rerotate, implementation: see `quartet_linear`.
+    forward, backward, rerotate, implementation, fmt: see `quartet_linear`.
     dtype: output dtype.
     kernel_init: initializer of the [N, K] kernel.
   """
 
   features: int
   use_bias: bool = False
-  forward: str = "quest"
+  forward: str | None = None
   backward: str = "sr"
   rerotate: bool = True
   implementation: str | None = None
+  fmt: str = "mxfp4"
   dtype: jnp.dtype = jnp.float32
   kernel_init: nn.initializers.Initializer = nn.initializers.lecun_normal()
 
@@ -55,6 +56,7 @@ class QuartetDense(nn.Module):
       backward=self.backward,
       rerotate=self.rerotate,
       implementation=self.implementation,
+      fmt=self.fmt,
     )
     if self.use_bias:
       y = y + self.param("bias", nn.initializers.zeros, (self.features,))

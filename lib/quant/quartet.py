@@ -11,9 +11,17 @@ Backward (custom_vjp), with e = dL/dy and one random H32 diag(s) per call:
 where Q_b is absmax x 3/4 + stochastic rounding, and Xh, Wh are the forward's
 already-quantized (rotated) tensors, saved as FP4 codes + scales + mask bits.
 
+fmt="nvfp4" keeps that structure (H32 rotations, the same three GEMMs, FP4
+residuals) in NVIDIA's format, the FP4 GEMM cuBLASLt documents: E2M1 with one
+E4M3 scale per 16 and an fp32 tensor scale. Forward "rtn": two-level NVFP4
+with round-to-nearest (no QuEST clip, so no trust mask); backward "sr":
+stochastic rounding with block scales rounded up (unbiased). Ours, not the
+paper's: Quartet is defined for MXFP4.
+
 References:
   Castro et al., "Quartet: Native FP4 Training Can Be Optimal for Large
   Language Models", NeurIPS 2025 (arXiv 2505.14669), Algorithm 1.
+  NVIDIA, "Pretraining Large Language Models with NVFP4" (arXiv 2509.25149).
 """
 
 import functools
@@ -28,17 +36,21 @@ from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.reference import MXTensor
 
 GROUP = reference.GROUP
-FORWARD_MODES = ("quest", "absmax", "bf16")
+FORMATS = ("mxfp4", "nvfp4")
+# Forward quantizers per format; the first is the format's default.
+FORWARD_MODES = {"mxfp4": ("quest", "absmax", "bf16"), "nvfp4": ("rtn", "bf16")}
 BACKWARD_MODES = ("sr", "rtn", "bf16")
 
 
 DTypeError = errors.DTypeError
 
 
-def _check_args(x, w, forward, backward, implementation) -> None:
-  if forward not in FORWARD_MODES:
+def _check_args(x, w, forward, backward, implementation, fmt) -> None:
+  if fmt not in FORMATS:
+    raise errors.ConfigError(f"fmt={fmt!r} is not one of {FORMATS}")
+  if forward not in FORWARD_MODES[fmt]:
     raise errors.ConfigError(
-      f"forward={forward!r} is not one of {FORWARD_MODES}"
+      f"forward={forward!r} is not one of {FORWARD_MODES[fmt]} (fmt={fmt!r})"
     )
   if backward not in BACKWARD_MODES:
     raise errors.ConfigError(
@@ -71,12 +83,13 @@ def quartet_linear(
   w: jax.Array,
   key: jax.Array,
   *,
-  forward: str = "quest",
+  forward: str | None = None,
   backward: str = "sr",
   rerotate: bool = True,
   implementation: str | None = None,
+  fmt: str = "mxfp4",
 ) -> jax.Array:
-  """y = x W^T with Quartet's MXFP4 forward and backward.
+  """y = x W^T with Quartet's FP4 forward and backward.
 
   Args:
     x: [..., K] activations (f32 or bf16); leading axes are flattened into
@@ -84,12 +97,17 @@ def quartet_linear(
     w: [N, K] weight; K and N multiples of 32.
     key: typed PRNG key for the backward's random signs and SR uniforms
       (fold in the step and the layer index).
-    forward: "quest" (Quartet), "absmax" (absmax x 3/4 RTN + H32, no clipping)
-      or "bf16" (no forward quantization).
+    forward: MXFP4: "quest" (Quartet), "absmax" (absmax x 3/4 RTN + H32, no
+      clipping) or "bf16" (no forward quantization); NVFP4: "rtn" or "bf16".
+      None: the format's first ("quest", "rtn").
     backward: "sr" (Quartet), "rtn" or "bf16" (exact backward GEMMs, still
       masked by the forward's trust mask).
     rerotate: redraw random Hadamard signs per backward call (else plain H32).
-    implementation: kernels for quantizers and GEMMs (None|"xla"|"pallas").
+    implementation: kernels for quantizers and GEMMs (None|"xla"|"pallas"|
+      "ffi"); NVFP4 quantizes in XLA and multiplies through the FFI when
+      selected, else XLA.
+    fmt: "mxfp4" (Quartet: E2M1 + E8M0 per 32) or "nvfp4" (E2M1 + E4M3 per
+      16 + an fp32 tensor scale; see the module docstring).
 
   Returns:
     y [..., N] in x's dtype.
@@ -98,7 +116,9 @@ def quartet_linear(
     ShapeError, DTypeError, ConfigError on bad input. Non-finite x or W give
     NaN outputs in the affected rows (see `pallas_kernels.mxfp4.reference`).
   """
-  _check_args(x, w, forward, backward, implementation)
+  if forward is None and fmt in FORMATS:
+    forward = FORWARD_MODES[fmt][0]
+  _check_args(x, w, forward, backward, implementation, fmt)
   lead = x.shape[:-1]
   x2 = x.reshape(-1, x.shape[-1])
   t = x2.shape[0]
@@ -114,47 +134,70 @@ def quartet_linear(
     backward,
     rerotate,
     implementation,
+    fmt,
   )
   return y[:t].reshape(*lead, w.shape[0]).astype(x.dtype)
 
 
-def _forward_quantize(a, forward, implementation):
+def _forward_quantize(a, forward, implementation, fmt):
   """Returns (rotated-domain operand, packed mask bits or None)."""
+  if forward == "bf16":
+    return a, None  # unquantized, unrotated
+  if fmt == "nvfp4":
+    return reference.quantize_nvfp4(reference.rotate(a)), None
   if forward == "quest":
     t, mask = ops.quantize_quest(a, implementation=implementation)
     return t, reference.pack_mask_bits(mask)
-  if forward == "absmax":
-    t = ops.quantize_absmax(a, stochastic=False, implementation=implementation)
-    return t, None
-  return a, None  # bf16: unquantized, unrotated
+  t = ops.quantize_absmax(a, stochastic=False, implementation=implementation)
+  return t, None
 
 
 def _dense(a) -> jax.Array:
-  return reference.dequantize(a) if isinstance(a, MXTensor) else a
+  if isinstance(a, MXTensor):
+    return reference.dequantize(a)
+  if isinstance(a, reference.NVFP4Tensor):
+    return reference.dequantize_nvfp4(a)
+  return a
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _quartet_matmul(x, w, key, forward, backward, rerotate, implementation):
-  y, _ = _fwd(x, w, key, forward, backward, rerotate, implementation)
+def _matmul(a, b, implementation):
+  if isinstance(a, reference.NVFP4Tensor):
+    return ops.nvfp4_matmul(a, b, implementation=implementation)
+  return ops.mx_matmul(a, b, implementation=implementation)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _quartet_matmul(
+  x, w, key, forward, backward, rerotate, implementation, fmt
+):
+  y, _ = _fwd(x, w, key, forward, backward, rerotate, implementation, fmt)
   return y
 
 
-def _fwd(x, w, key, forward, backward, rerotate, implementation):
-  xq, mx = _forward_quantize(x, forward, implementation)
-  wq, mw = _forward_quantize(w, forward, implementation)
+def _fwd(x, w, key, forward, backward, rerotate, implementation, fmt):
+  xq, mx = _forward_quantize(x, forward, implementation, fmt)
+  wq, mw = _forward_quantize(w, forward, implementation, fmt)
   if forward == "bf16":
     y = jnp.dot(x, w.T, precision=jax.lax.Precision.HIGHEST)
   else:
-    y = ops.mx_matmul(xq, wq, implementation=implementation)
-  # Residuals are FP4 codes + E8M0 scales + 1-bit masks, not bf16 copies.
+    y = _matmul(xq, wq, implementation)
+  # Residuals are FP4 codes + scales (+ 1-bit masks), not bf16 copies.
   return y, (xq, wq, mx, mw, key)
 
 
-def _backward_gemm(a, b, seeds, signs, backward, implementation):
+def _backward_gemm(a, b, seeds, signs, backward, implementation, fmt):
   """a[M, C] @ b[P, C]^T with both operands quantized along C (backward)."""
   if backward == "bf16":
     return jnp.dot(a, b.T, precision=jax.lax.Precision.HIGHEST)
   stochastic = backward == "sr"
+  if fmt == "nvfp4":
+    qa, qb = (
+      reference.quantize_nvfp4(
+        reference.rotate(v, signs), stochastic=stochastic, seed=seed
+      )
+      for v, seed in zip((a, b), seeds)
+    )
+    return ops.nvfp4_matmul(qa, qb, implementation=implementation)
   qa, qb = (
     ops.quantize_absmax(
       v,
@@ -168,7 +211,7 @@ def _backward_gemm(a, b, seeds, signs, backward, implementation):
   return ops.mx_matmul(qa, qb, implementation=implementation)
 
 
-def _bwd(forward, backward, rerotate, implementation, res, e):
+def _bwd(forward, backward, rerotate, implementation, fmt, res, e):
   xq, wq, mx, mw, key = res
   k_signs, k_e, k_w, k_et, k_x = jax.random.split(key, 5)
   # One sign vector per call, shared by all four backward quantizations: it
@@ -176,8 +219,11 @@ def _bwd(forward, backward, rerotate, implementation, res, e):
   signs = hadamard.random_signs(k_signs) if rerotate else None
   seeds = [reference.seed_from_key(k) for k in (k_e, k_w, k_et, k_x)]
   x_hat, w_hat = _dense(xq), _dense(wq)  # rotated domain unless bf16 forward
-  dx = _backward_gemm(e, w_hat.T, seeds[:2], signs, backward, implementation)
-  dw = _backward_gemm(e.T, x_hat.T, seeds[2:], signs, backward, implementation)
+  gemm = functools.partial(
+    _backward_gemm, backward=backward, implementation=implementation, fmt=fmt
+  )
+  dx = gemm(e, w_hat.T, seeds[:2], signs)
+  dw = gemm(e.T, x_hat.T, seeds[2:], signs)
   if forward != "bf16":
     if mx is not None:
       dx = dx * reference.unpack_mask_bits(mx)

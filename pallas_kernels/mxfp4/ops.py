@@ -142,3 +142,22 @@ def mx_matmul(
       a, b, out_dtype=out_dtype, interpret=_interpret(interpret)
     )
   return reference.mx_matmul(a, b, out_dtype=out_dtype)
+
+
+def nvfp4_matmul(
+  a: reference.NVFP4Tensor,
+  b: reference.NVFP4Tensor,
+  *,
+  out_dtype=jnp.float32,
+  implementation: str | None = None,
+) -> jax.Array:
+  """`reference.nvfp4_matmul` (alpha = product of the tensor scales).
+
+  "ffi" (or None on a GPU with the CUDA library built): the FFI NVFP4 GEMM
+  (cuBLASLt's VEC16_UE4M3 path on Blackwell). There is no Pallas NVFP4
+  kernel: "pallas" and "xla" run the jnp reference.
+  """
+  _check(implementation)
+  if ffi.selected(implementation):
+    return ffi.nvfp4_gemm(a, b, out_dtype=out_dtype)
+  return reference.nvfp4_matmul(a, b, out_dtype=out_dtype)

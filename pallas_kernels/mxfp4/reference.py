@@ -485,22 +485,33 @@ class NVFP4Tensor:
     return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
 
 
-def quantize_nvfp4(x: jax.Array, global_scale=None) -> NVFP4Tensor:
+def quantize_nvfp4(
+  x: jax.Array, global_scale=None, *, stochastic: bool = False, seed=None
+) -> NVFP4Tensor:
   """Two-level NVFP4: s_g = amax / (6 * 448), s_b = e4m3(amax_b / 6 / s_g).
 
-  Codes are e2m1_rne(x / (s_b s_g)) (saturating at 6); a block of zeros gets
+  Codes are e2m1(x / (s_b s_g)) along the last axis; a block of zeros gets
   scale 0 and codes 0.
 
   Args:
     x: [..., C] with C % 16 == 0.
     global_scale: optional fp32 scalar; default amax(|x|) / (6 * 448) so the
       largest block scale just fits E4M3.
+    stochastic: round the codes stochastically (`e2m1_encode_sr`, uniforms
+      from `hash_uniform(seed, element_index)`) instead of to nearest even.
+      The block scale is then rounded *up* to the next E4M3 value, so every
+      |x / (s_b s_g)| <= 6 and no element saturates: unbiased,
+      E[dequantize_nvfp4] = x. (RTN keeps E4M3's round-to-nearest scale,
+      the NVFP4 recipe's, which may clip a block's largest element.)
+    seed: uint32 scalar, required when `stochastic`.
   """
   if x.ndim < 1 or x.shape[-1] % NVFP4_GROUP:
     raise ValueError(
       f"NVFP4 quantizes along the last axis in blocks of {NVFP4_GROUP}: got "
       f"shape {x.shape}, whose last axis is not a multiple of {NVFP4_GROUP}"
     )
+  if stochastic and seed is None:
+    raise ValueError("stochastic rounding needs a seed")
   x = x.astype(jnp.float32)
   if global_scale is None:
     global_scale = jnp.max(jnp.abs(x)) / (E2M1_MAX * E4M3_MAX)
@@ -508,12 +519,20 @@ def quantize_nvfp4(x: jax.Array, global_scale=None) -> NVFP4Tensor:
   global_scale = jnp.where(global_scale > 0, global_scale, 1.0)
   g = x.reshape(*x.shape[:-1], -1, NVFP4_GROUP)
   amax = jnp.max(jnp.abs(g), axis=-1)
-  block = jnp.clip(amax / E2M1_MAX / global_scale, 0, E4M3_MAX)
-  block = block.astype(jnp.float8_e4m3fn)
+  want = jnp.clip(amax / E2M1_MAX / global_scale, 0, E4M3_MAX)
+  block = want.astype(jnp.float8_e4m3fn)
+  if stochastic:  # next E4M3 value up where nearest rounded down
+    bits = lax.bitcast_convert_type(block, jnp.uint8)
+    up = (block.astype(jnp.float32) < want) & (bits < 0x7E)
+    bits = jnp.where(up, bits + jnp.uint8(1), bits)
+    block = lax.bitcast_convert_type(bits, jnp.float8_e4m3fn)
   denom = block.astype(jnp.float32) * global_scale
-  a = g / jnp.where(denom > 0, denom, 1.0)[..., None]
-  codes = pack_nibbles(e2m1_encode_rne(a).reshape(x.shape))
-  return NVFP4Tensor(codes, block, global_scale)
+  a = (g / jnp.where(denom > 0, denom, 1.0)[..., None]).reshape(x.shape)
+  if stochastic:
+    codes = e2m1_encode_sr(a, hash_uniform(seed, element_index(x.shape)))
+  else:
+    codes = e2m1_encode_rne(a)
+  return NVFP4Tensor(pack_nibbles(codes), block, global_scale)
 
 
 def dequantize_nvfp4_unscaled(t: NVFP4Tensor) -> jax.Array:

@@ -23,6 +23,8 @@ def test_smoke_run_writes_exact_results(tmp_path):
   # The CPU GEMM accumulates exact products in fp32: ~1e-7 of the output.
   assert case["max_rel_err"] < 1e-5
   assert case["ms_ffi"] > 0 and case["speedup_vs_bf16_dot"] > 0
+  (nv,) = results["nvfp4_gemm"].values()  # the NVFP4 GEMM, same checks
+  assert nv["max_rel_err"] < 1e-5 and nv["path"] == "cpu"
   # Unrotated quantization is bit-exact against the jnp reference.
   assert results["quantize"]["quest_norot"]["codes_equal"] == 1.0
   assert results["quantize"]["absmax_sr_norot"]["scales_equal"] == 1.0

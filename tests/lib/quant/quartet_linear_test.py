@@ -101,7 +101,7 @@ def test_hadamard_without_quantization_is_exact(signed):
   # forward="absmax" makes _bwd un-rotate; backward="bf16" makes its GEMMs
   # exact; no masks: the residuals are the rotated, unquantized operands.
   res = (rot(x), rot(w), None, None, jax.random.key(1))
-  dx, dw, _ = quartet._bwd("absmax", "bf16", True, None, res, e)
+  dx, dw, _ = quartet._bwd("absmax", "bf16", True, None, "mxfp4", res, e)
   assert np.sqrt(_rel(dx, e64 @ w64)) < 2e-6
   assert np.sqrt(_rel(dw, e64.T @ x64)) < 2e-6
 
