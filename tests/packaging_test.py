@@ -15,8 +15,10 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DIST = "neurips25-jax"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# name==version, optionally with an environment marker (`; sys_platform ...`).
 PIN = re.compile(
-  r"^[A-Za-z0-9_.-]+(\[[A-Za-z0-9_,.-]+\])?==[0-9][0-9A-Za-z.]*$"
+  r"^[A-Za-z0-9_.-]+(\[[A-Za-z0-9_,.-]+\])?==[0-9][0-9A-Za-z.]*"
+  r"(\s*;\s*[A-Za-z_]+\s*==\s*\"[^\"]+\"(\s+and\s+[A-Za-z_]+\s*==\s*\"[^\"]+\")*)?$"
 )
 DEV_TOOLS = ("pytest", "pytest-xdist", "ruff")
 

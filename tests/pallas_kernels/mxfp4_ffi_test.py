@@ -248,6 +248,8 @@ def test_cuda_library_compiles_and_exports(tmp_path):
     pytest.skip("nvcc not found")
   if in_ci:
     assert build.find_cublas_include() is not None, "cublasLt.h not found"
+    # ... and the Blackwell MXFP4 GEMM (CUTLASS, sm_100a) must compile too.
+    assert build.find_cutlass_include() is not None, "CUTLASS not found"
   start = time.perf_counter()
   path = build.build_cuda(tmp_path, force=True)  # sm_90a, sm_100a, sm_120a
   print(f"nvcc build: {time.perf_counter() - start:.1f}s")
@@ -261,6 +263,11 @@ def test_cuda_library_compiles_and_exports(tmp_path):
     assert "QuartetMxfp4GemmCuda" in out
     assert "QuartetMxfp4QuantizeCuda" in out
     assert "QuartetNvfp4GemmCuda" in out
+    if build.find_cutlass_include() is not None:  # linked in, not exported
+      local = subprocess.run(
+        ["nm", "-C", str(path)], capture_output=True, text=True, check=True
+      ).stdout
+      assert "QuartetCutlassMxfp4Gemm" in local
   # Static cudart + dlopen'ed cuBLASLt: loads even without a GPU or cuBLAS.
   lib = ctypes.cdll.LoadLibrary(str(path))
   assert lib.QuartetMxfp4GemmCuda and lib.QuartetMxfp4QuantizeCuda

@@ -4,15 +4,16 @@
 //   quartet_mxfp4_quantize: one warp per 32-group; Hadamard by warp-shuffle
 //     butterflies, group reductions by xor-butterflies (the pairwise-tree
 //     order of the CPU handler and of XLA:CPU), codes packed by lane pairs.
-//   quartet_mxfp4_gemm:
-//     compute capability 10.x / 12.x (Blackwell): cuBLASLt block-scaled FP4
-//       GEMM (CUDA_R_4F_E2M1 operands, VEC32_UE8M0 scales rearranged into
-//       the 128x4 blocked layout, "TN", alpha in the epilogue);
-//     8.x / 9.x (Ampere, Hopper): dequantise to BF16 (exact: E2M1 x 2^k fits
-//       BF16) + cuBLASLt BF16 GEMM with fp32 accumulation and alpha;
-//     anything older: ffi::Error. Where cuBLASLt offers no FP4 algorithm for
-//     a problem (an unsupported shape or cuBLAS version), the BF16 path runs
-//     instead and one line on stderr says so.
+//   quartet_mxfp4_gemm (chosen by compute capability, never by a failed
+//   call):
+//     10.x (B200/GB200) with the library built against CUTLASS: CUTLASS's
+//       block-scaled MXFP4 GEMM (mxfp4_cutlass.cu; E2M1 + UE8M0 per 32,
+//       scales rearranged into the 128x4 blocked layout), one call for the
+//       whole batch, alpha in the epilogue;
+//     otherwise (Hopper, Ampere, 12.x, or no CUTLASS at build time):
+//       dequantise to BF16 (exact: E2M1 x 2^k fits BF16) + cuBLASLt BF16
+//       GEMM with fp32 accumulation and alpha;
+//     anything older than 8.0: ffi::Error.
 //   quartet_nvfp4_gemm: NVFP4 operands (E2M1 + E4M3 per 16, blocked scales,
 //     fp32 tensor scales): cuBLASLt VEC16_UE4M3 block-scaled GEMM on 10.x /
 //     12.x with alpha = a_global * b_global in device pointer mode; the same
@@ -20,11 +21,11 @@
 //     documents (NVFP4); compiled in CI, not yet run on a Blackwell GPU.
 //   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 paths (for benchmarks).
 //
-// Caveat (issue 21, from cublasLt.h and NVIDIA's docs; unmeasured on
-// Blackwell): cuBLASLt documents block-scaled FP4 only as NVFP4 (E2M1 with
-// VEC16_UE4M3 scales); VEC32_UE8M0 is documented for MXFP8. The MXFP4 request
-// below is therefore expected to find no algorithm and take the BF16 path.
-// WORKSPACE.md ("The MXFP4 FFI bridge") has the details.
+// Why CUTLASS for MXFP4 (issue 21, from cublasLt.h and NVIDIA's docs):
+// cuBLASLt documents block-scaled FP4 only as NVFP4 (E2M1 with VEC16_UE4M3
+// scales, quartet_nvfp4_gemm below); VEC32_UE8M0 is documented for MXFP8.
+// WORKSPACE.md ("The MXFP4 FFI bridge") has the details. Neither FP4 path has
+// run on a Blackwell GPU yet: both are compiled in CI, not measured.
 //
 // cuBLASLt is opened with dlopen (see cublaslt_api.h); the stream comes from
 // the FFI context and temporary buffers from XLA's scratch allocator.
@@ -50,6 +51,17 @@
 namespace ffi = xla::ffi;
 namespace mx = quartet_mxfp4;
 namespace lt = quartet_lt;
+
+#if defined(QUARTET_WITH_CUTLASS)
+// mxfp4_cutlass.cu (sm_100a): 0 on success, else a failure code.
+int QuartetCutlassMxfp4Gemm(const void* a, const void* a_scale, const void* b,
+                            const void* b_scale, float* d, int m, int n, int k,
+                            int batch, float alpha, void* workspace,
+                            size_t workspace_bytes, cudaStream_t stream);
+constexpr bool kWithCutlass = true;
+#else
+constexpr bool kWithCutlass = false;
+#endif
 
 namespace {
 
@@ -176,18 +188,27 @@ ffi::Error QuantizeImpl(cudaStream_t stream, ffi::AnyBuffer x,
 // Scales [rows, ks] -> cuBLAS "block scaling factors layout": 128x4 tiles
 // (row-block major, K-block minor) of 512 bytes; inside a tile, scale
 // (r, c) sits at (r % 32) * 16 + (r / 32) * 4 + c. Padding is zero.
+// Batched: `per` = blocked bytes of one batch element; `total` = batch * per.
 __global__ void BlockScalesKernel(const uint8_t* __restrict__ in,
                                   uint8_t* __restrict__ out, int64_t rows,
-                                  int64_t ks, int64_t col_blocks,
+                                  int64_t ks, int64_t col_blocks, int64_t per,
                                   int64_t total) {
-  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+  const int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x +
                     threadIdx.x;
-  if (p >= total) return;
+  if (q >= total) return;
+  const int64_t t = q / per, p = q % per;
   const int64_t tile = p / 512, within = p % 512;
   const int64_t r = (tile / col_blocks) * 128 + ((within % 16) / 4) * 32 +
                     within / 16;
   const int64_t c = (tile % col_blocks) * 4 + within % 4;
-  out[p] = (r < rows && c < ks) ? in[r * ks + c] : 0;
+  out[q] = (r < rows && c < ks) ? in[t * rows * ks + r * ks + c] : 0;
+}
+
+__global__ void F32ToBf16Kernel(const float* __restrict__ in,
+                                __nv_bfloat16* __restrict__ out, int64_t n) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x +
+                    threadIdx.x;
+  if (p < n) out[p] = __float2bfloat16_rn(in[p]);
 }
 
 // Packed MXFP4 [rows, K/2] + scales -> BF16 [rows, K] (exact).
@@ -406,31 +427,7 @@ struct Buffers {
   }
 };
 
-// Blackwell: scales into the blocked layout, then the FP4 cuBLASLt GEMM.
-ffi::Error Fp4Gemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const uint8_t* ac, const uint8_t* as,
-                   const uint8_t* bc, const uint8_t* bs, void* y,
-                   cudaDataType_t y_type, int64_t m, int64_t n, int64_t k,
-                   float alpha, void* workspace) {
-  const int64_t ks = k / mx::kGroup, cb = (ks + 3) / 4;
-  const int64_t a_blk = (m + 127) / 128 * 128 * cb * 4;
-  const int64_t b_blk = (n + 127) / 128 * 128 * cb * 4;
-  if (!bufs.get(static_cast<size_t>(a_blk), static_cast<size_t>(b_blk))) {
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      "quartet_mxfp4_gemm: no scratch memory for scales");
-  }
-  auto* pa = static_cast<uint8_t*>(bufs.a);
-  auto* pb = static_cast<uint8_t*>(bufs.b);
-  BlockScalesKernel<<<grid_for(a_blk), kThreads, 0, stream>>>(as, pa, m, ks,
-                                                              cb, a_blk);
-  BlockScalesKernel<<<grid_for(b_blk), kThreads, 0, stream>>>(bs, pb, n, ks,
-                                                              cb, b_blk);
-  ffi::Error e = cuda_error("scale layout kernel");
-  if (e.failure()) return e;
-  return LtMatmul(stream, handle, lt::kScaleVec32Ue8m0, ac, bc, pa, pb, y,
-                  y_type, m, n, k, alpha, workspace);
-}
-
-// Hopper/Ampere (or no FP4 algorithm): exact BF16 operands, fp32 GEMM.
+// Hopper/Ampere (and MXFP4 without CUTLASS): exact BF16 operands, fp32 GEMM.
 ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const uint8_t* ac,
                        const uint8_t* as, const uint8_t* bc,
                        const uint8_t* bs, void* y, cudaDataType_t y_type,
@@ -452,6 +449,63 @@ ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, co
   if (e.failure()) return e;
   return LtMatmul(stream, handle, 0, pa, pb, nullptr, nullptr, y, y_type, m,
                   n, k, alpha, workspace);
+}
+
+// Blackwell (10.x): the whole batch in one CUTLASS block-scaled MXFP4 GEMM.
+ffi::Error CutlassGemm(cudaStream_t stream, ffi::ScratchAllocator& scratch,
+                       const uint8_t* ac, const uint8_t* as, const uint8_t* bc,
+                       const uint8_t* bs, void* y, bool y_bf16, int64_t m,
+                       int64_t n, int64_t k, int64_t batch, float alpha,
+                       void* workspace) {
+#if defined(QUARTET_WITH_CUTLASS)
+  const int64_t ks = k / mx::kGroup, cb = (ks + 3) / 4;
+  const int64_t a_blk = (m + 127) / 128 * 128 * cb * 4;
+  const int64_t b_blk = (n + 127) / 128 * 128 * cb * 4;
+  auto pa = scratch.Allocate(static_cast<size_t>(batch * a_blk), 256);
+  auto pb = scratch.Allocate(static_cast<size_t>(batch * b_blk), 256);
+  void* d = y;
+  if (y_bf16) {
+    auto pd = scratch.Allocate(static_cast<size_t>(batch * m * n) * 4, 256);
+    if (!pd) pa = {};
+    else d = *pd;
+  }
+  if (!pa || !pb) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_mxfp4_gemm: no scratch memory for CUTLASS");
+  }
+  auto* sa = static_cast<uint8_t*>(*pa);
+  auto* sb = static_cast<uint8_t*>(*pb);
+  BlockScalesKernel<<<grid_for(batch * a_blk), kThreads, 0, stream>>>(
+      as, sa, m, ks, cb, a_blk, batch * a_blk);
+  BlockScalesKernel<<<grid_for(batch * b_blk), kThreads, 0, stream>>>(
+      bs, sb, n, ks, cb, b_blk, batch * b_blk);
+  ffi::Error e = cuda_error("scale layout kernel");
+  if (e.failure()) return e;
+  const int rc = QuartetCutlassMxfp4Gemm(
+      ac, sa, bc, sb, static_cast<float*>(d), static_cast<int>(m),
+      static_cast<int>(n), static_cast<int>(k), static_cast<int>(batch), alpha,
+      workspace, kLtWorkspace, stream);
+  if (rc != 0) {
+    return ffi::Error::Internal(
+        "quartet_mxfp4_gemm: CUTLASS MXFP4 GEMM failed (code " +
+        std::to_string(rc) + ") for M=" + std::to_string(m) + ", N=" +
+        std::to_string(n) + ", K=" + std::to_string(k) +
+        "; QUARTET_MXFP4_FORCE_DEQUANT=1 selects the BF16 path");
+  }
+  if (y_bf16) {
+    F32ToBf16Kernel<<<grid_for(batch * m * n), kThreads, 0, stream>>>(
+        static_cast<const float*>(d), static_cast<__nv_bfloat16*>(y),
+        batch * m * n);
+    return cuda_error("bf16 conversion kernel");
+  }
+  return ffi::Error::Success();
+#else
+  (void)stream, (void)scratch, (void)ac, (void)as, (void)bc, (void)bs;
+  (void)y, (void)y_bf16, (void)m, (void)n, (void)k, (void)batch, (void)alpha;
+  (void)workspace;
+  return ffi::Error(ffi::ErrorCode::kUnimplemented,
+                    "quartet_mxfp4_gemm: built without CUTLASS");
+#endif
 }
 
 ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
@@ -499,14 +553,28 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
     return cuda_error("querying the device");
   }
   const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
-  const bool fp4 = (major == 10 || major == 12) && !(force && force[0] == '1');
+  const bool fp4 = kWithCutlass && major == 10 && !(force && force[0] == '1');
   if (!fp4 && major < 8) {
     return ffi::Error(
         ffi::ErrorCode::kUnimplemented,
         "quartet_mxfp4_gemm: compute capability " + std::to_string(major) +
             "." + std::to_string(minor) +
             " is not supported (needs >= 8.0 for the BF16 fallback; the FP4 "
-            "path needs 10.x or 12.x)");
+            "path needs 10.x)");
+  }
+  auto workspace = scratch.Allocate(kLtWorkspace, 256);
+  if (!workspace) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      "quartet_mxfp4_gemm: no scratch memory for the GEMM");
+  }
+  if (fp4) {  // CUTLASS needs no cuBLASLt
+    ffi::Error e = CutlassGemm(
+        stream, scratch, a_codes.typed_data(), a_scale.typed_data(),
+        b_codes.typed_data(), b_scale.typed_data(), y->untyped_data(),
+        out_type == ffi::BF16, m, n, k, batch, alpha, *workspace);
+    if (e.failure()) return e;
+    g_last_path.store(1);
+    return ffi::Error::Success();
   }
   const LtApi& api = lt_api();
   if (!api.ok) {
@@ -516,15 +584,9 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   std::string err;
   lt::Handle handle = lt_handle(device, &err);
   if (!handle) return ffi::Error::Internal("quartet_mxfp4_gemm: " + err);
-  auto workspace = scratch.Allocate(kLtWorkspace, 256);
-  if (!workspace) {
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      "quartet_mxfp4_gemm: no scratch memory for cuBLASLt");
-  }
   const cudaDataType_t y_type =
       out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
   const size_t y_bytes = out_type == ffi::F32 ? 4 : 2;
-  bool use_fp4 = fp4;
   Buffers bufs{scratch};
   for (int64_t t = 0; t < batch; ++t) {
     const uint8_t* ac = a_codes.typed_data() + t * m * (k / 2);
@@ -532,27 +594,10 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
     const uint8_t* bc = b_codes.typed_data() + t * n * (k / 2);
     const uint8_t* bs = b_scale.typed_data() + t * n * ks;
     void* yt = static_cast<char*>(y->untyped_data()) + t * m * n * y_bytes;
-    ffi::Error e;
-    if (use_fp4) {
-      e = Fp4Gemm(stream, bufs, handle, ac, as, bc, bs, yt, y_type, m, n,
-                  k, alpha, *workspace);
-      if (e.failure() && e.errc() == ffi::ErrorCode::kUnimplemented) {
-        // cuBLASLt offers no block-scaled FP4 algorithm for this problem:
-        // stay correct with the BF16 path and say so once.
-        static std::once_flag warned;
-        std::call_once(warned, [&] {
-          fprintf(stderr, "quartet_mxfp4_gemm: %s; using dequantize + BF16\n",
-                  e.message().c_str());
-        });
-        use_fp4 = false;
-      }
-    }
-    if (!use_fp4) {
-      e = DequantGemm(stream, bufs, handle, ac, as, bc, bs, yt, y_type, m,
-                      n, k, alpha, *workspace);
-    }
+    ffi::Error e = DequantGemm(stream, bufs, handle, ac, as, bc, bs, yt,
+                               y_type, m, n, k, alpha, *workspace);
     if (e.failure()) return e;
-    g_last_path.store(use_fp4 ? 1 : 2);
+    g_last_path.store(2);
   }
   return ffi::Error::Success();
 }
