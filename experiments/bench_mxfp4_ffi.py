@@ -5,8 +5,8 @@ the FFI GEMM (`pallas_kernels.mxfp4.ffi.gemm`) is compared with the exact
 fp32 product of the dequantized operands (`jnp.dot`, HIGHEST), and timed
 against a plain BF16 `jnp.dot` of the unquantized x, W (the XLA baseline a
 user would otherwise run). On Hopper the FFI GEMM is the dequantise + BF16
-cuBLASLt fallback, so a ratio below 1 is expected; on Blackwell it is the
-block-scaled FP4 tensor-core GEMM. The fused quantizer is checked code for code
+cuBLASLt fallback, so a ratio below 1 is expected; on B200 (10.x) it is
+CUTLASS's block-scaled MXFP4 tensor-core GEMM. The fused quantizer is checked code for code
 against the reference (RTN paths bit-exact without rotation), and
 `quartet_linear(..., implementation="ffi")` against "xla" (values and grads).
 

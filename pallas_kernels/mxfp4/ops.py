@@ -6,7 +6,8 @@
 * "pallas": the Pallas kernels (`quantize.py`, `gemm.py`); `interpret=None`
   runs them in interpret mode unless the default backend is a GPU.
 * "ffi": the XLA FFI bridge (`ffi/`: CPU oracle library, CUDA library with
-  cuBLASLt FP4 on Blackwell); build it with
+  FP4 tensor-core GEMMs on Blackwell: MXFP4 via CUTLASS, NVFP4 via
+  cuBLASLt); build it with
   `python -m pallas_kernels.mxfp4.ffi.build [--cuda]`.
 
 The reference is fp32 inside; a Pallas kernel equals it up to fp32 summation

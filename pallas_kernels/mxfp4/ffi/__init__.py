@@ -1,8 +1,8 @@
-"""XLA FFI bridge for MXFP4: packed FP4 GEMM and fused rotate+quantize.
+"""XLA FFI bridge for FP4: packed MXFP4 and NVFP4 GEMMs, fused rotate+quantize.
 
-CPU library (g++, the oracle) and CUDA library (nvcc: cuBLASLt block-scaled
-FP4 GEMM on Blackwell, dequantise + BF16 GEMM on Hopper), registered under
-the same target names. Build with `python -m pallas_kernels.mxfp4.ffi.build`
+CPU library (g++, the oracle) and CUDA library (nvcc: on Blackwell the MXFP4
+GEMM through CUTLASS and the NVFP4 GEMM through cuBLASLt, dequantise + BF16
+GEMMs on Hopper), registered under the same target names. Build with `python -m pallas_kernels.mxfp4.ffi.build`
 (add `--cuda` for the GPU library); nothing is built or loaded at import.
 
 References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for

@@ -120,8 +120,9 @@ def ffi_platform(backend: str | None = None) -> str:
 def last_cuda_gemm_path() -> str | None:
   """Which CUDA GEMM ran last in this process: "fp4", "dequant_bf16" or None.
 
-  Blackwell runs the block-scaled FP4 cuBLASLt GEMM unless cuBLASLt has no
-  algorithm for the problem (then the BF16 path runs); benchmarks report it.
+  Chosen by compute capability: MXFP4 runs CUTLASS's block-scaled GEMM on
+  10.x (when built with CUTLASS), NVFP4 cuBLASLt's on 10.x / 12.x (or the
+  BF16 path where cuBLASLt has no algorithm); benchmarks report it.
   """
   lib = _libraries.get("CUDA")
   if lib is None:
