@@ -53,6 +53,9 @@ constexpr int32_t kScaleVec16Ue4m3 = 1;    // ..._MATRIX_SCALE_VEC16_UE4M3
 constexpr int32_t kScaleVec32Ue8m0 = 2;    // ..._MATRIX_SCALE_VEC32_UE8M0
 constexpr int kDescPointerMode = 2;        // CUBLASLT_MATMUL_DESC_POINTER_MODE
 constexpr int32_t kPointerModeDevice = 1;  // CUBLASLT_POINTER_MODE_DEVICE
+// cublasLtMatrixLayoutAttribute_t
+constexpr int kLayoutBatchCount = 5;       // ..._LAYOUT_BATCH_COUNT (int32)
+constexpr int kLayoutBatchStride = 6;      // ..._STRIDED_BATCH_OFFSET (int64)
 // cublasLtMatmulPreferenceAttributes_t
 constexpr int kPrefMaxWorkspaceBytes = 1;  // ..._PREF_MAX_WORKSPACE_BYTES
 // cudaDataType_t (library_types.h ships with the CUDA toolkit)
@@ -68,6 +71,8 @@ using MatmulDescSetAttributeFn = Status (*)(MatmulDesc, int, const void*,
 using MatrixLayoutCreateFn = Status (*)(MatrixLayout*, cudaDataType_t,
                                         uint64_t, uint64_t, int64_t);
 using MatrixLayoutDestroyFn = Status (*)(MatrixLayout);
+using MatrixLayoutSetAttributeFn = Status (*)(MatrixLayout, int, const void*,
+                                              size_t);
 using PreferenceCreateFn = Status (*)(Preference*);
 using PreferenceDestroyFn = Status (*)(Preference);
 using PreferenceSetAttributeFn = Status (*)(Preference, int, const void*,
@@ -103,6 +108,15 @@ static_assert(kScaleVec32Ue8m0 == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0,
               "");
 static_assert(kPrefMaxWorkspaceBytes ==
                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+              "");
+static_assert(kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, "");
+static_assert(kLayoutBatchStride ==
+                  CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+              "");
+static_assert(std::is_same<decltype(&cublasLtMatrixLayoutSetAttribute),
+                           cublasStatus_t (*)(cublasLtMatrixLayout_t,
+                                              cublasLtMatrixLayoutAttribute_t,
+                                              const void*, size_t)>::value,
               "");
 static_assert(kScaleVec16Ue4m3 == CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3,
               "");

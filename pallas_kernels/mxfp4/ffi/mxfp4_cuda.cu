@@ -11,13 +11,15 @@
 //       scales rearranged into the 128x4 blocked layout), one call for the
 //       whole batch, alpha in the epilogue;
 //     otherwise (Hopper, Ampere, 12.x, or no CUTLASS at build time):
-//       dequantise to BF16 (exact: E2M1 x 2^k fits BF16) + cuBLASLt BF16
-//       GEMM with fp32 accumulation and alpha;
+//       dequantise to BF16 (exact: E2M1 x 2^k fits BF16) + one
+//       strided-batched cuBLASLt BF16 GEMM with fp32 accumulation and alpha;
 //     anything older than 8.0: ffi::Error.
 //   quartet_nvfp4_gemm: NVFP4 operands (E2M1 + E4M3 per 16, blocked scales,
 //     fp32 tensor scales): cuBLASLt VEC16_UE4M3 block-scaled GEMM on 10.x /
 //     12.x with alpha = a_global * b_global in device pointer mode; the same
-//     dequantise + BF16 fallback on 8.x / 9.x. This is the FP4 path cuBLASLt
+//     dequantise + BF16 fallback on 8.x / 9.x. One GEMM per batch element:
+//     each has its own alpha (a device scalar), which a strided batch
+//     cannot carry. This is the FP4 path cuBLASLt
 //     documents (NVFP4); compiled in CI, not yet run on a Blackwell GPU.
 //   QUARTET_MXFP4_FORCE_DEQUANT=1 forces the BF16 paths (for benchmarks).
 //
@@ -185,6 +187,7 @@ ffi::Error QuantizeImpl(cudaStream_t stream, ffi::AnyBuffer x,
 // ----------------------------------------------------------------------------
 // GEMM helpers.
 
+#if defined(QUARTET_WITH_CUTLASS)  // used by the CUTLASS path only
 // Scales [rows, ks] -> cuBLAS "block scaling factors layout": 128x4 tiles
 // (row-block major, K-block minor) of 512 bytes; inside a tile, scale
 // (r, c) sits at (r % 32) * 16 + (r / 32) * 4 + c. Padding is zero.
@@ -210,6 +213,8 @@ __global__ void F32ToBf16Kernel(const float* __restrict__ in,
                     threadIdx.x;
   if (p < n) out[p] = __float2bfloat16_rn(in[p]);
 }
+
+#endif  // QUARTET_WITH_CUTLASS
 
 // Packed MXFP4 [rows, K/2] + scales -> BF16 [rows, K] (exact).
 __global__ void DequantKernel(const uint8_t* __restrict__ codes,
@@ -242,6 +247,7 @@ struct LtApi {
   lt::MatmulDescSetAttributeFn desc_set;
   lt::MatrixLayoutCreateFn layout_create;
   lt::MatrixLayoutDestroyFn layout_destroy;
+  lt::MatrixLayoutSetAttributeFn layout_set;
   lt::PreferenceCreateFn pref_create;
   lt::PreferenceDestroyFn pref_destroy;
   lt::PreferenceSetAttributeFn pref_set;
@@ -283,6 +289,8 @@ const LtApi& lt_api() {
              resolve(lib, "cublasLtMatrixLayoutCreate", &api.layout_create,
                      &e) &&
              resolve(lib, "cublasLtMatrixLayoutDestroy", &api.layout_destroy,
+                     &e) &&
+             resolve(lib, "cublasLtMatrixLayoutSetAttribute", &api.layout_set,
                      &e) &&
              resolve(lib, "cublasLtMatmulPreferenceCreate", &api.pref_create,
                      &e) &&
@@ -354,7 +362,8 @@ ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, int32_t scale_mode,
                     const void* x, const void* w, const void* x_scale,
                     const void* w_scale, void* y, cudaDataType_t y_type,
                     int64_t m, int64_t n, int64_t k, float alpha,
-                    void* workspace, const float* alpha_beta_dev = nullptr) {
+                    void* workspace, const float* alpha_beta_dev = nullptr,
+                    int32_t batch = 1) {
   const LtApi& api = lt_api();
   LtCall c(api);
   const bool fp4 = scale_mode != 0;
@@ -379,6 +388,16 @@ ffi::Error LtMatmul(cudaStream_t stream, lt::Handle handle, int32_t scale_mode,
   LT_CHECK(api.layout_create(&c.a, in_type, k, n, k));
   LT_CHECK(api.layout_create(&c.b, in_type, k, m, k));
   LT_CHECK(api.layout_create(&c.d, y_type, n, m, n));
+  if (batch > 1) {  // strided batch: operands and result contiguous per element
+    const int64_t strides[3] = {n * k, m * k, m * n};
+    lt::MatrixLayout layouts[3] = {c.a, c.b, c.d};
+    for (int i = 0; i < 3; ++i) {
+      LT_CHECK(api.layout_set(layouts[i], lt::kLayoutBatchCount, &batch,
+                              sizeof(batch)));
+      LT_CHECK(api.layout_set(layouts[i], lt::kLayoutBatchStride, &strides[i],
+                              sizeof(strides[i])));
+    }
+  }
   LT_CHECK(api.pref_create(&c.pref));
   const uint64_t ws = kLtWorkspace;
   LT_CHECK(api.pref_set(c.pref, lt::kPrefMaxWorkspaceBytes, &ws, sizeof(ws)));
@@ -427,28 +446,31 @@ struct Buffers {
   }
 };
 
-// Hopper/Ampere (and MXFP4 without CUTLASS): exact BF16 operands, fp32 GEMM.
-ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle, const uint8_t* ac,
-                       const uint8_t* as, const uint8_t* bc,
+// Hopper/Ampere (and MXFP4 without CUTLASS): exact BF16 operands, then one
+// strided-batched BF16 GEMM with fp32 accumulation for the whole batch.
+ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle,
+                       const uint8_t* ac, const uint8_t* as, const uint8_t* bc,
                        const uint8_t* bs, void* y, cudaDataType_t y_type,
-                       int64_t m, int64_t n, int64_t k, float alpha,
-                       void* workspace) {
-  if (!bufs.get(static_cast<size_t>(m * k * 2),
-                static_cast<size_t>(n * k * 2))) {
+                       int64_t m, int64_t n, int64_t k, int64_t batch,
+                       float alpha, void* workspace) {
+  if (!bufs.get(static_cast<size_t>(batch * m * k * 2),
+                static_cast<size_t>(batch * n * k * 2))) {
     return ffi::Error(ffi::ErrorCode::kResourceExhausted,
                       "quartet_mxfp4_gemm: no scratch memory for BF16 "
                       "operands");
   }
   auto* pa = static_cast<__nv_bfloat16*>(bufs.a);
   auto* pb = static_cast<__nv_bfloat16*>(bufs.b);
-  DequantKernel<<<grid_for(m * k / 2), kThreads, 0, stream>>>(ac, as, pa, k,
-                                                              m * k / 2);
-  DequantKernel<<<grid_for(n * k / 2), kThreads, 0, stream>>>(bc, bs, pb, k,
-                                                              n * k / 2);
+  // Rows of all batch elements are consecutive: [batch * rows, K].
+  DequantKernel<<<grid_for(batch * m * k / 2), kThreads, 0, stream>>>(
+      ac, as, pa, k, batch * m * k / 2);
+  DequantKernel<<<grid_for(batch * n * k / 2), kThreads, 0, stream>>>(
+      bc, bs, pb, k, batch * n * k / 2);
   ffi::Error e = cuda_error("dequantize kernel");
   if (e.failure()) return e;
   return LtMatmul(stream, handle, 0, pa, pb, nullptr, nullptr, y, y_type, m,
-                  n, k, alpha, workspace);
+                  n, k, alpha, workspace, nullptr,
+                  static_cast<int32_t>(batch));
 }
 
 // Blackwell (10.x): the whole batch in one CUTLASS block-scaled MXFP4 GEMM.
@@ -586,19 +608,13 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   if (!handle) return ffi::Error::Internal("quartet_mxfp4_gemm: " + err);
   const cudaDataType_t y_type =
       out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
-  const size_t y_bytes = out_type == ffi::F32 ? 4 : 2;
   Buffers bufs{scratch};
-  for (int64_t t = 0; t < batch; ++t) {
-    const uint8_t* ac = a_codes.typed_data() + t * m * (k / 2);
-    const uint8_t* as = a_scale.typed_data() + t * m * ks;
-    const uint8_t* bc = b_codes.typed_data() + t * n * (k / 2);
-    const uint8_t* bs = b_scale.typed_data() + t * n * ks;
-    void* yt = static_cast<char*>(y->untyped_data()) + t * m * n * y_bytes;
-    ffi::Error e = DequantGemm(stream, bufs, handle, ac, as, bc, bs, yt,
-                               y_type, m, n, k, alpha, *workspace);
-    if (e.failure()) return e;
-    g_last_path.store(2);
-  }
+  ffi::Error e = DequantGemm(stream, bufs, handle, a_codes.typed_data(),
+                             a_scale.typed_data(), b_codes.typed_data(),
+                             b_scale.typed_data(), y->untyped_data(), y_type,
+                             m, n, k, batch, alpha, *workspace);
+  if (e.failure()) return e;
+  g_last_path.store(2);
   return ffi::Error::Success();
 }
 
