@@ -267,7 +267,8 @@ def test_cuda_library_compiles_and_exports(tmp_path):
       local = subprocess.run(
         ["nm", "-C", str(path)], capture_output=True, text=True, check=True
       ).stdout
-      assert "QuartetCutlassMxfp4Gemm" in local
+      assert "QuartetCutlassMxfp4Gemm(" in local  # sm_100a
+      assert "QuartetCutlassMxfp4GemmSm120(" in local  # sm_120a
   # Static cudart + dlopen'ed cuBLASLt: loads even without a GPU or cuBLAS.
   lib = ctypes.cdll.LoadLibrary(str(path))
   assert lib.QuartetMxfp4GemmCuda and lib.QuartetMxfp4QuantizeCuda

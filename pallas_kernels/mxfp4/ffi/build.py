@@ -54,8 +54,12 @@ CUDA_SOURCES = (
   "cublaslt_api.h",
   "mxfp4_cutlass.cu",
 )
-# CUTLASS's block-scaled MXFP4 GEMM (mxfp4_cutlass.cu): B200/GB200 only.
-CUTLASS_GENCODE = "100a"
+# CUTLASS's block-scaled MXFP4 GEMM (mxfp4_cutlass.cu), one object per
+# Blackwell family (its kernels are architecture-specific): gencode -> define.
+CUTLASS_TARGETS = {
+  "100a": "QUARTET_CUTLASS_SM100",
+  "120a": "QUARTET_CUTLASS_SM120",
+}
 # sm_90a: Hopper (dequantise + BF16 cuBLASLt fallback); sm_100a: B200/GB200;
 # sm_120a: RTX 50xx. The "a" targets enable the architecture-specific
 # instructions (hardware FP4 conversions) that the FP4 path relies on.
@@ -205,9 +209,10 @@ def build_cuda(
   """Builds the CUDA handler library with nvcc; returns its path.
 
   With CUTLASS's headers (`find_cutlass_include`) the MXFP4 GEMM gets its
-  Blackwell path (mxfp4_cutlass.cu, compiled for sm_100a alone, about a
-  minute and 4 GB of memory); without them the library still builds and
-  MXFP4 takes dequantise + BF16 everywhere.
+  Blackwell paths (mxfp4_cutlass.cu, one object for sm_100a and one for
+  sm_120a, compiled concurrently: about a minute and 4 GB of memory each);
+  without them the library still builds and MXFP4 takes dequantise + BF16
+  everywhere.
   """
   out = pathlib.Path(out_dir or default_out_dir()) / CUDA_LIB
   if not force and _up_to_date(out, CUDA_SOURCES):
@@ -235,20 +240,37 @@ def build_cuda(
   cutlass = find_cutlass_include(cutlass_dir)
   objects = []
   with tempfile.TemporaryDirectory() as tmp:
-    if cutlass and CUTLASS_GENCODE in gencodes:
-      obj = os.path.join(tmp, "mxfp4_cutlass.o")
+    targets = [g for g in CUTLASS_TARGETS if g in gencodes] if cutlass else []
+    jobs = []
+    for g in targets:  # compiled concurrently: about a minute each
+      obj = os.path.join(tmp, f"mxfp4_cutlass_sm{g}.o")
       cmd = [*common, "--expt-relaxed-constexpr", "-c"]
       for d in cutlass:
         cmd += ["-isystem", d]
       cmd += [
+        f"-D{CUTLASS_TARGETS[g]}=1",
         "-gencode",
-        f"arch=compute_{CUTLASS_GENCODE},code=sm_{CUTLASS_GENCODE}",
+        f"arch=compute_{g},code=sm_{g}",
         str(SRC_DIR / "mxfp4_cutlass.cu"),
         "-o",
+        obj,
       ]
-      _run(cmd + [obj], "mxfp4_cutlass.cu")
+      jobs.append(
+        (
+          cmd,
+          subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+          ),
+        )
+      )
       objects.append(obj)
-      main.append("-DQUARTET_WITH_CUTLASS=1")
+      main.append(f"-D{CUTLASS_TARGETS[g]}=1")
+    for cmd, proc in jobs:
+      out_text, _ = proc.communicate()
+      if proc.returncode != 0:
+        raise RuntimeError(
+          f"compiling mxfp4_cutlass.cu failed:\n$ {' '.join(cmd)}\n{out_text}"
+        )
     cmd = [
       *main,
       "-shared",
@@ -263,14 +285,6 @@ def build_cuda(
     ]
     _compile(cmd, out)
   return out
-
-
-def _run(cmd: list[str], what: str) -> None:
-  proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-  if proc.returncode != 0:
-    raise RuntimeError(
-      f"compiling {what} failed:\n$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
-    )
 
 
 def main(argv=None) -> int:

@@ -6,11 +6,11 @@
 //     order of the CPU handler and of XLA:CPU), codes packed by lane pairs.
 //   quartet_mxfp4_gemm (chosen by compute capability, never by a failed
 //   call):
-//     10.x (B200/GB200) with the library built against CUTLASS: CUTLASS's
-//       block-scaled MXFP4 GEMM (mxfp4_cutlass.cu; E2M1 + UE8M0 per 32,
-//       scales rearranged into the 128x4 blocked layout), one call for the
-//       whole batch, alpha in the epilogue;
-//     otherwise (Hopper, Ampere, 12.x, or no CUTLASS at build time):
+//     10.x (B200/GB200) and 12.x (RTX 50xx) with the library built against
+//       CUTLASS: CUTLASS's block-scaled MXFP4 GEMM (mxfp4_cutlass.cu; E2M1 +
+//       UE8M0 per 32, scales rearranged into the 128x4 blocked layout), one
+//       call for the whole batch, alpha in the epilogue;
+//     otherwise (Hopper, Ampere, or no CUTLASS at build time):
 //       dequantise to BF16 (exact: E2M1 x 2^k fits BF16) + one
 //       strided-batched cuBLASLt BF16 GEMM with fp32 accumulation and alpha;
 //     anything older than 8.0: ffi::Error.
@@ -54,16 +54,39 @@ namespace ffi = xla::ffi;
 namespace mx = quartet_mxfp4;
 namespace lt = quartet_lt;
 
-#if defined(QUARTET_WITH_CUTLASS)
-// mxfp4_cutlass.cu (sm_100a): 0 on success, else a failure code.
+// mxfp4_cutlass.cu, one object per Blackwell family: 0 on success, else a
+// failure code.
+using CutlassMxfp4Fn = int (*)(const void*, const void*, const void*,
+                               const void*, float*, int, int, int, int, float,
+                               void*, size_t, cudaStream_t);
+#if defined(QUARTET_CUTLASS_SM100)
 int QuartetCutlassMxfp4Gemm(const void* a, const void* a_scale, const void* b,
                             const void* b_scale, float* d, int m, int n, int k,
                             int batch, float alpha, void* workspace,
                             size_t workspace_bytes, cudaStream_t stream);
-constexpr bool kWithCutlass = true;
-#else
-constexpr bool kWithCutlass = false;
 #endif
+#if defined(QUARTET_CUTLASS_SM120)
+int QuartetCutlassMxfp4GemmSm120(const void* a, const void* a_scale,
+                                 const void* b, const void* b_scale, float* d,
+                                 int m, int n, int k, int batch, float alpha,
+                                 void* workspace, size_t workspace_bytes,
+                                 cudaStream_t stream);
+#endif
+#if defined(QUARTET_CUTLASS_SM100) || defined(QUARTET_CUTLASS_SM120)
+#define QUARTET_WITH_CUTLASS 1
+#endif
+
+// The CUTLASS MXFP4 GEMM built for compute capability `major`, or null.
+CutlassMxfp4Fn cutlass_mxfp4_for(int major) {
+#if defined(QUARTET_CUTLASS_SM100)
+  if (major == 10) return &QuartetCutlassMxfp4Gemm;
+#endif
+#if defined(QUARTET_CUTLASS_SM120)
+  if (major == 12) return &QuartetCutlassMxfp4GemmSm120;
+#endif
+  (void)major;
+  return nullptr;
+}
 
 namespace {
 
@@ -473,8 +496,10 @@ ffi::Error DequantGemm(cudaStream_t stream, Buffers& bufs, lt::Handle handle,
                   static_cast<int32_t>(batch));
 }
 
-// Blackwell (10.x): the whole batch in one CUTLASS block-scaled MXFP4 GEMM.
-ffi::Error CutlassGemm(cudaStream_t stream, ffi::ScratchAllocator& scratch,
+// Blackwell (10.x, 12.x): the whole batch in one CUTLASS block-scaled MXFP4
+// GEMM.
+ffi::Error CutlassGemm(CutlassMxfp4Fn gemm, cudaStream_t stream,
+                       ffi::ScratchAllocator& scratch,
                        const uint8_t* ac, const uint8_t* as, const uint8_t* bc,
                        const uint8_t* bs, void* y, bool y_bf16, int64_t m,
                        int64_t n, int64_t k, int64_t batch, float alpha,
@@ -503,7 +528,7 @@ ffi::Error CutlassGemm(cudaStream_t stream, ffi::ScratchAllocator& scratch,
       bs, sb, n, ks, cb, b_blk, batch * b_blk);
   ffi::Error e = cuda_error("scale layout kernel");
   if (e.failure()) return e;
-  const int rc = QuartetCutlassMxfp4Gemm(
+  const int rc = gemm(
       ac, sa, bc, sb, static_cast<float*>(d), static_cast<int>(m),
       static_cast<int>(n), static_cast<int>(k), static_cast<int>(batch), alpha,
       workspace, kLtWorkspace, stream);
@@ -522,7 +547,8 @@ ffi::Error CutlassGemm(cudaStream_t stream, ffi::ScratchAllocator& scratch,
   }
   return ffi::Error::Success();
 #else
-  (void)stream, (void)scratch, (void)ac, (void)as, (void)bc, (void)bs;
+  (void)gemm, (void)stream, (void)scratch, (void)ac, (void)as, (void)bc;
+  (void)bs;
   (void)y, (void)y_bf16, (void)m, (void)n, (void)k, (void)batch, (void)alpha;
   (void)workspace;
   return ffi::Error(ffi::ErrorCode::kUnimplemented,
@@ -575,14 +601,15 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
     return cuda_error("querying the device");
   }
   const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
-  const bool fp4 = kWithCutlass && major == 10 && !(force && force[0] == '1');
+  const CutlassMxfp4Fn cutlass_gemm = cutlass_mxfp4_for(major);
+  const bool fp4 = cutlass_gemm != nullptr && !(force && force[0] == '1');
   if (!fp4 && major < 8) {
     return ffi::Error(
         ffi::ErrorCode::kUnimplemented,
         "quartet_mxfp4_gemm: compute capability " + std::to_string(major) +
             "." + std::to_string(minor) +
             " is not supported (needs >= 8.0 for the BF16 fallback; the FP4 "
-            "path needs 10.x)");
+            "path needs 10.x or 12.x)");
   }
   auto workspace = scratch.Allocate(kLtWorkspace, 256);
   if (!workspace) {
@@ -591,7 +618,7 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   }
   if (fp4) {  // CUTLASS needs no cuBLASLt
     ffi::Error e = CutlassGemm(
-        stream, scratch, a_codes.typed_data(), a_scale.typed_data(),
+        cutlass_gemm, stream, scratch, a_codes.typed_data(), a_scale.typed_data(),
         b_codes.typed_data(), b_scale.typed_data(), y->untyped_data(),
         out_type == ffi::BF16, m, n, k, batch, alpha, *workspace);
     if (e.failure()) return e;

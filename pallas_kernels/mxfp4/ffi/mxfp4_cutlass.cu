@@ -1,13 +1,15 @@
-// MXFP4 GEMM on Blackwell datacenter GPUs (sm_100a) through CUTLASS's
+// MXFP4 GEMM on Blackwell GPUs through CUTLASS's
 // block-scaled tensor-core GEMM: E2M1 operands with one UE8M0 scale per 32
 // elements (`cutlass::mx_float4_t<float_e2m1_t>`), the MX format tcgen05's
 // kind::mxf4 MMA executes natively. cuBLASLt documents block-scaled FP4 only
 // as NVFP4 (see WORKSPACE.md, "The MXFP4 FFI bridge"), so MXFP4 goes here.
 //
-// Compiled only for sm_100a, in its own translation unit, when the CUTLASS
-// headers are found (the `nvidia-cutlass` wheel, or $CUTLASS_DIR); the
-// handler in mxfp4_cuda.cu calls QuartetCutlassMxfp4Gemm on compute
-// capability 10.x and keeps dequantise + BF16 elsewhere. One call covers the
+// Compiled twice, in its own translation unit, when the CUTLASS headers are
+// found (the `nvidia-cutlass` wheel, or $CUTLASS_DIR): for sm_100a
+// (B200/GB200, QuartetCutlassMxfp4Gemm) and with QUARTET_CUTLASS_SM120 for
+// sm_120a (RTX 50xx, QuartetCutlassMxfp4GemmSm120); the handler in
+// mxfp4_cuda.cu calls them on compute capability 10.x / 12.x and keeps
+// dequantise + BF16 elsewhere. One call covers the
 // whole batch (CUTLASS's L mode), not a loop of GEMMs.
 //
 // Layouts: x [L, M, K/2] and W [L, N, K/2] packed E2M1 (K contiguous: "TN"),
@@ -42,9 +44,14 @@ using LayoutD = cutlass::layout::RowMajor;
 constexpr int kAlignAB = 32;  // elements: 16 bytes of packed E2M1
 constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
 using Acc = float;
-using Arch = cutlass::arch::Sm100;
+#if defined(QUARTET_CUTLASS_SM120)
+using Arch = cutlass::arch::Sm120;  // RTX 50xx: no clusters, K tile 128
+using MmaTile = Shape<_128, _128, _128>;
+#else
+using Arch = cutlass::arch::Sm100;  // B200 / GB200: one SM, 1x1x1 cluster
+using MmaTile = Shape<_128, _128, _256>;
+#endif
 using OpClass = cutlass::arch::OpClassBlockScaledTensorOp;
-using MmaTile = Shape<_128, _128, _256>;  // one SM, 1x1x1 cluster
 using Cluster = Shape<_1, _1, _1>;
 
 using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -69,10 +76,15 @@ using SfConfig = typename Kernel::CollectiveMainloop::Sm1xxBlkScaledConfig;
 
 // 0 on success; 1: CUTLASS cannot implement the problem (alignment, shape);
 // 2: the workspace is too small; 3/4: initialise/run failed.
-int QuartetCutlassMxfp4Gemm(const void* a, const void* a_scale, const void* b,
-                            const void* b_scale, float* d, int m, int n, int k,
-                            int batch, float alpha, void* workspace,
-                            size_t workspace_bytes, cudaStream_t stream) {
+#if defined(QUARTET_CUTLASS_SM120)
+#define QUARTET_CUTLASS_ENTRY QuartetCutlassMxfp4GemmSm120
+#else
+#define QUARTET_CUTLASS_ENTRY QuartetCutlassMxfp4Gemm
+#endif
+int QUARTET_CUTLASS_ENTRY(const void* a, const void* a_scale, const void* b,
+                          const void* b_scale, float* d, int m, int n, int k,
+                          int batch, float alpha, void* workspace,
+                          size_t workspace_bytes, cudaStream_t stream) {
   using Data = typename ElementAB::DataType;
   using Scale = typename ElementAB::ScaleFactorType;
   const auto sa = cutlass::make_cute_packed_stride(
