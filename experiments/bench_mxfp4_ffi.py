@@ -23,6 +23,7 @@ References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
 Large Language Models", NeurIPS 2025.
 """
 
+import functools
 import time
 
 import jax
@@ -61,65 +62,21 @@ def _time(fn, *args, warmup: int, iters: int) -> float:
   return 1e3 * float(np.median(times))
 
 
-def _gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
+def _gemm_case(
+  key, m, n, k, out_dtype, warmup, iters, quantize, ffi_gemm, dequantize
+) -> dict:
+  """One FFI GEMM against the exact product of its dequantized operands and
+  timed against BF16 `jnp.dot` of the unquantized x, W (and the dequantized
+  fp32 dot); `path` is the GEMM the FFI call took."""
   kx, kw = jax.random.split(key)
   x = jax.random.normal(kx, (m, k), jnp.float32)
   w = jax.random.normal(kw, (n, k), jnp.float32)
-  quant = jax.jit(lambda v: reference.quantize_quest(v)[0])
+  quant = jax.jit(quantize)
   a, b = quant(x), quant(w)
-  ffi_gemm = jax.jit(
-    lambda a, b: ffi.gemm(
-      a.codes, a.scale, b.codes, b.scale, out_dtype=out_dtype
-    )
-  )
+  ffi_gemm = jax.jit(functools.partial(ffi_gemm, out_dtype=out_dtype))
   exact = jax.jit(
     lambda a, b: jnp.dot(
-      reference.dequantize(a),
-      reference.dequantize(b).T,
-      precision=jax.lax.Precision.HIGHEST,
-    )
-  )
-  bf16_dot = jax.jit(
-    lambda x, w: jnp.dot(
-      x.astype(jnp.bfloat16),
-      w.astype(jnp.bfloat16).T,
-      preferred_element_type=out_dtype,
-    )
-  )
-  y = ffi_gemm(a, b).astype(jnp.float32)
-  path = _path()
-  want = exact(a, b)
-  scale = jnp.max(jnp.abs(want))
-  rel = float(jnp.max(jnp.abs(y - want)) / scale)
-  t_ffi = _time(ffi_gemm, a, b, warmup=warmup, iters=iters)
-  t_dot = _time(bf16_dot, x, w, warmup=warmup, iters=iters)
-  t_exact = _time(exact, a, b, warmup=warmup, iters=iters)
-  flops = 2.0 * m * n * k
-  return dict(
-    max_rel_err=rel,
-    path=path,
-    ms_ffi=t_ffi,
-    ms_bf16_dot=t_dot,
-    ms_dequant_f32_dot=t_exact,
-    tflops_ffi=flops / t_ffi / 1e9,
-    speedup_vs_bf16_dot=t_dot / t_ffi,
-    speedup_vs_dequant_dot=t_exact / t_ffi,
-  )
-
-
-def _nvfp4_gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
-  """The NVFP4 FFI GEMM (cuBLASLt's documented FP4 path on Blackwell)."""
-  kx, kw = jax.random.split(key)
-  x = jax.random.normal(kx, (m, k), jnp.float32)
-  w = jax.random.normal(kw, (n, k), jnp.float32)
-  quant = jax.jit(reference.quantize_nvfp4)
-  a, b = quant(x), quant(w)
-  ffi_gemm = jax.jit(lambda a, b: ffi.nvfp4_gemm(a, b, out_dtype=out_dtype))
-  exact = jax.jit(
-    lambda a, b: jnp.dot(
-      reference.dequantize_nvfp4(a),
-      reference.dequantize_nvfp4(b).T,
-      precision=jax.lax.Precision.HIGHEST,
+      dequantize(a), dequantize(b).T, precision=jax.lax.Precision.HIGHEST
     )
   )
   bf16_dot = jax.jit(
@@ -135,14 +92,37 @@ def _nvfp4_gemm_case(key, m, n, k, out_dtype, warmup, iters) -> dict:
   rel = float(jnp.max(jnp.abs(y - want)) / jnp.max(jnp.abs(want)))
   t_ffi = _time(ffi_gemm, a, b, warmup=warmup, iters=iters)
   t_dot = _time(bf16_dot, x, w, warmup=warmup, iters=iters)
+  t_exact = _time(exact, a, b, warmup=warmup, iters=iters)
   return dict(
     max_rel_err=rel,
     path=path,
     ms_ffi=t_ffi,
     ms_bf16_dot=t_dot,
+    ms_dequant_f32_dot=t_exact,
     tflops_ffi=2.0 * m * n * k / t_ffi / 1e9,
     speedup_vs_bf16_dot=t_dot / t_ffi,
+    speedup_vs_dequant_dot=t_exact / t_ffi,
   )
+
+
+def _mxfp4_gemm(a, b, out_dtype):
+  return ffi.gemm(a.codes, a.scale, b.codes, b.scale, out_dtype=out_dtype)
+
+
+# format -> (quantize, FFI GEMM, dequantize): MXFP4 (QuEST, Quartet's forward)
+# and NVFP4 (two-level RTN; cuBLASLt's documented FP4 path on Blackwell).
+FORMATS = {
+  "gemm": (
+    lambda v: reference.quantize_quest(v)[0],
+    _mxfp4_gemm,
+    reference.dequantize,
+  ),
+  "nvfp4_gemm": (
+    reference.quantize_nvfp4,
+    ffi.nvfp4_gemm,
+    reference.dequantize_nvfp4,
+  ),
+}
 
 
 def _quantize_case(key, rows, warmup, iters) -> dict:
@@ -236,35 +216,23 @@ def run(config, workdir) -> dict:
   train_lib.prepare_run(workdir, config)
   key = jax.random.key(config.seed)
   results = dict(device=str(jax.devices()[0].device_kind))
-  gemm = {}
-  for i, (m, n, k) in enumerate(config.shapes):
-    case = _gemm_case(
-      jax.random.fold_in(key, i),
-      m,
-      n,
-      k,
-      out_dtype,
-      config.warmup,
-      config.iters,
-    )
-    logging.info("gemm %dx%dx%d: %s", m, n, k, case)
-    gemm[f"{m}x{n}x{k}"] = case
-  results["gemm"] = gemm
-  results["path"] = _path()
-  nvfp4 = {}
-  for i, (m, n, k) in enumerate(config.shapes):
-    case = _nvfp4_gemm_case(
-      jax.random.fold_in(key, 500 + i),
-      m,
-      n,
-      k,
-      out_dtype,
-      config.warmup,
-      config.iters,
-    )
-    logging.info("nvfp4 gemm %dx%dx%d: %s", m, n, k, case)
-    nvfp4[f"{m}x{n}x{k}"] = case
-  results["nvfp4_gemm"] = nvfp4
+  for f, (name, fns) in enumerate(FORMATS.items()):
+    cases = {}
+    for i, (m, n, k) in enumerate(config.shapes):
+      case = _gemm_case(
+        jax.random.fold_in(key, 500 * f + i),
+        m,
+        n,
+        k,
+        out_dtype,
+        config.warmup,
+        config.iters,
+        *fns,
+      )
+      logging.info("%s %dx%dx%d: %s", name, m, n, k, case)
+      cases[f"{m}x{n}x{k}"] = case
+    results[name] = cases
+  results["path"] = results["gemm"][next(iter(results["gemm"]))]["path"]
   results["quantize"] = _quantize_case(
     jax.random.fold_in(key, 1000),
     config.quantize_rows,

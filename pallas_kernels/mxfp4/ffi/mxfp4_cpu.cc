@@ -54,6 +54,35 @@ std::string dims_str(ffi::AnyBuffer::Dimensions d) {
   return s + "]";
 }
 
+// y[offset + i n + j] = alpha * sum_l a[i, l] b[j, l] for fp32 [m, K] and
+// [n, K] operands ("TN"), written as fp32 or bf16. The operands are decoded
+// FP4 values, whose products are exact in fp32 (E2M1 x 2^k: <= 4 significant
+// bits; E2M1 x E4M3: <= 6), so only the summation rounds: eight partial sums
+// (combined pairwise) give the compiler independent chains. K % 8 == 0.
+void gemm_tn(const float* a, const float* b, int64_t m, int64_t n, int64_t k,
+             float alpha, ffi::DataType out_type, void* y, int64_t offset) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* ar = a + i * k;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* br = b + j * k;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t l = 0; l < k; l += 8) {
+        for (int u = 0; u < 8; ++u) acc[u] += ar[l + u] * br[l + u];
+      }
+      for (int h = 4; h >= 1; h >>= 1) {
+        for (int u = 0; u < h; ++u) acc[u] += acc[u + h];
+      }
+      const float v = alpha * acc[0];
+      const int64_t o = offset + i * n + j;
+      if (out_type == ffi::F32) {
+        static_cast<float*>(y)[o] = v;
+      } else {
+        static_cast<uint16_t*>(y)[o] = float_to_bf16(v);
+      }
+    }
+  }
+}
+
 // Decodes `rows` rows of an MX operand into fp32 (row-major [rows, K]).
 void dequantize(const uint8_t* codes, const uint8_t* scale, int64_t rows,
                 int64_t k, float* out) {
@@ -114,29 +143,8 @@ ffi::Error GemmImpl(ffi::Buffer<ffi::U8> a_codes, ffi::Buffer<ffi::U8> a_scale,
                a_scale.typed_data() + t * m * (k / mx::kGroup), m, k, a.data());
     dequantize(b_codes.typed_data() + t * n * (k / 2),
                b_scale.typed_data() + t * n * (k / mx::kGroup), n, k, b.data());
-    for (int64_t i = 0; i < m; ++i) {
-      const float* ar = a.data() + i * k;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* br = b.data() + j * k;
-        // Products of two E2M1 x 2^k values have <= 4 significant bits, so
-        // they are exact in fp32; only the summation rounds. Eight partial
-        // sums (combined pairwise) give the compiler independent chains.
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int64_t l = 0; l < k; l += 8) {
-          for (int u = 0; u < 8; ++u) acc[u] += ar[l + u] * br[l + u];
-        }
-        for (int h = 4; h >= 1; h >>= 1) {
-          for (int u = 0; u < h; ++u) acc[u] += acc[u + h];
-        }
-        const float v = alpha * acc[0];
-        const int64_t o = (t * m + i) * n + j;
-        if (out_type == ffi::F32) {
-          static_cast<float*>(y->untyped_data())[o] = v;
-        } else {
-          static_cast<uint16_t*>(y->untyped_data())[o] = float_to_bf16(v);
-        }
-      }
-    }
+    gemm_tn(a.data(), b.data(), m, n, k, alpha, out_type, y->untyped_data(),
+            t * m * n);
   }
   return ffi::Error::Success();
 }
@@ -215,27 +223,8 @@ ffi::Error Nvfp4GemmImpl(ffi::Buffer<ffi::U8> a_codes,
     dequantize_nvfp4(b_codes.typed_data() + t * n * (k / 2),
                      b_scale.typed_data() + t * sb, n, k, b.data());
     const float alpha = a_global.typed_data()[t] * b_global.typed_data()[t];
-    for (int64_t i = 0; i < m; ++i) {
-      const float* ar = a.data() + i * k;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* br = b.data() + j * k;
-        // E2M1 x E4M3 products have <= 6 significant bits: exact in fp32.
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int64_t l = 0; l < k; l += 8) {
-          for (int u = 0; u < 8; ++u) acc[u] += ar[l + u] * br[l + u];
-        }
-        for (int h = 4; h >= 1; h >>= 1) {
-          for (int u = 0; u < h; ++u) acc[u] += acc[u + h];
-        }
-        const float v = alpha * acc[0];
-        const int64_t o = (t * m + i) * n + j;
-        if (out_type == ffi::F32) {
-          static_cast<float*>(y->untyped_data())[o] = v;
-        } else {
-          static_cast<uint16_t*>(y->untyped_data())[o] = float_to_bf16(v);
-        }
-      }
-    }
+    gemm_tn(a.data(), b.data(), m, n, k, alpha, out_type, y->untyped_data(),
+            t * m * n);
   }
   return ffi::Error::Success();
 }

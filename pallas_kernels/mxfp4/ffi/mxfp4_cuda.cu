@@ -347,6 +347,37 @@ lt::Handle lt_handle(int device, std::string* error) {
   return handles[device];
 }
 
+// cuBLASLt's handle for `device`, or an error prefixed with `who`.
+ffi::Error lt_ready(int32_t device, const char* who, lt::Handle* handle) {
+  const LtApi& api = lt_api();
+  if (!api.ok) {
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      std::string(who) + ": " + api.error);
+  }
+  std::string err;
+  *handle = lt_handle(device, &err);
+  if (!*handle) return ffi::Error::Internal(std::string(who) + ": " + err);
+  return ffi::Error::Success();
+}
+
+// Makes `device` current and reads its compute capability.
+ffi::Error compute_capability(int32_t device, int* major, int* minor) {
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess ||
+      cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor,
+                             device) != cudaSuccess) {
+    return cuda_error("querying the device");
+  }
+  return ffi::Error::Success();
+}
+
+// QUARTET_MXFP4_FORCE_DEQUANT=1: the BF16 paths everywhere (benchmarks).
+bool force_dequant() {
+  const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
+  return force && force[0] == '1';
+}
+
 // Owns the cuBLASLt descriptors of one call.
 struct LtCall {
   const LtApi& api;
@@ -593,16 +624,10 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   }
   if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
   int major = 0, minor = 0;
-  if (cudaSetDevice(device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
-                             device) != cudaSuccess) {
-    return cuda_error("querying the device");
-  }
-  const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
+  ffi::Error e = compute_capability(device, &major, &minor);
+  if (e.failure()) return e;
   const CutlassMxfp4Fn cutlass_gemm = cutlass_mxfp4_for(major);
-  const bool fp4 = cutlass_gemm != nullptr && !(force && force[0] == '1');
+  const bool fp4 = cutlass_gemm != nullptr && !force_dequant();
   if (!fp4 && major < 8) {
     return ffi::Error(
         ffi::ErrorCode::kUnimplemented,
@@ -617,7 +642,7 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
                       "quartet_mxfp4_gemm: no scratch memory for the GEMM");
   }
   if (fp4) {  // CUTLASS needs no cuBLASLt
-    ffi::Error e = CutlassGemm(
+    e = CutlassGemm(
         cutlass_gemm, stream, scratch, a_codes.typed_data(), a_scale.typed_data(),
         b_codes.typed_data(), b_scale.typed_data(), y->untyped_data(),
         out_type == ffi::BF16, m, n, k, batch, alpha, *workspace);
@@ -625,18 +650,13 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
     g_last_path.store(1);
     return ffi::Error::Success();
   }
-  const LtApi& api = lt_api();
-  if (!api.ok) {
-    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
-                      "quartet_mxfp4_gemm: " + api.error);
-  }
-  std::string err;
-  lt::Handle handle = lt_handle(device, &err);
-  if (!handle) return ffi::Error::Internal("quartet_mxfp4_gemm: " + err);
+  lt::Handle handle = nullptr;
+  e = lt_ready(device, "quartet_mxfp4_gemm", &handle);
+  if (e.failure()) return e;
   const cudaDataType_t y_type =
       out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
   Buffers bufs{scratch};
-  ffi::Error e = DequantGemm(stream, bufs, handle, a_codes.typed_data(),
+  e = DequantGemm(stream, bufs, handle, a_codes.typed_data(),
                              a_scale.typed_data(), b_codes.typed_data(),
                              b_scale.typed_data(), y->untyped_data(), y_type,
                              m, n, k, batch, alpha, *workspace);
@@ -723,28 +743,19 @@ ffi::Error Nvfp4GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
         "quartet_nvfp4_gemm: result must be float32 or bfloat16");
   }
   if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
-  int major = 0;
-  if (cudaSetDevice(device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) != cudaSuccess) {
-    return cuda_error("querying the device");
-  }
+  int major = 0, minor = 0;
+  ffi::Error e = compute_capability(device, &major, &minor);
+  if (e.failure()) return e;
   // Chosen by compute capability, not by a failed call: NVFP4 block scaling
   // exists on 10.x and 12.x (Blackwell); 8.x and 9.x dequantize to BF16.
-  const char* force = getenv("QUARTET_MXFP4_FORCE_DEQUANT");
-  const bool fp4 = (major == 10 || major == 12) && !(force && force[0] == '1');
+  const bool fp4 = (major == 10 || major == 12) && !force_dequant();
   if (!fp4 && major < 8) {
     return ffi::Error(ffi::ErrorCode::kUnimplemented,
                       "quartet_nvfp4_gemm: needs compute capability >= 8.0");
   }
-  const LtApi& api = lt_api();
-  if (!api.ok) {
-    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
-                      "quartet_nvfp4_gemm: " + api.error);
-  }
-  std::string err;
-  lt::Handle handle = lt_handle(device, &err);
-  if (!handle) return ffi::Error::Internal("quartet_nvfp4_gemm: " + err);
+  lt::Handle handle = nullptr;
+  e = lt_ready(device, "quartet_nvfp4_gemm", &handle);
+  if (e.failure()) return e;
   auto workspace = scratch.Allocate(kLtWorkspace, 256);
   auto alphas = scratch.Allocate(static_cast<size_t>(2 * batch) * 4, 256);
   if (!workspace || !alphas) {
@@ -754,7 +765,7 @@ ffi::Error Nvfp4GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
   auto* ab = static_cast<float*>(*alphas);
   Nvfp4AlphaKernel<<<grid_for(batch), kThreads, 0, stream>>>(
       a_global.typed_data(), b_global.typed_data(), ab, batch);
-  ffi::Error e = cuda_error("alpha kernel");
+  e = cuda_error("alpha kernel");
   if (e.failure()) return e;
   const cudaDataType_t y_type =
       out_type == ffi::F32 ? CUDA_R_32F : CUDA_R_16BF;
