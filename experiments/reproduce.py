@@ -333,11 +333,7 @@ def run(config, workdir) -> dict:
   # one run (the same init or step under a new closure: another method of a
   # sweep, another phase, another experiment) is loaded, not compiled again.
   # Cached executables are the compiled ones: numbers do not change.
-  cache_dir = (
-    None
-    if config.smoke
-    else os.path.abspath(os.path.join(workdir, "jax_cache"))
-  )
+  cache_dir = os.path.abspath(os.path.join(workdir, "jax_cache"))
   logging.info("running %d experiments, %d at a time", len(order), jobs)
 
   def one(i, experiment, config_arg, run_name):

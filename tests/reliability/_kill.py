@@ -33,9 +33,6 @@ def command(module: str, args, workdir) -> list[str]:
   return [sys.executable, "-m", module, *args, f"--workdir={workdir}"]
 
 
-_CACHE = JAX_CACHE_DIR
-
-
 def _env() -> dict:
   # The reference, killed and resumed runs compile the same programs: a
   # persistent compilation cache shared by the three (one per test session)
@@ -44,7 +41,7 @@ def _env() -> dict:
   return dict(
     os.environ,
     JAX_PLATFORMS="cpu",
-    JAX_COMPILATION_CACHE_DIR=_CACHE,
+    JAX_COMPILATION_CACHE_DIR=JAX_CACHE_DIR,
     JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.2",
   )
 

@@ -47,10 +47,11 @@ __all__ = [
   "main",
 ]
 
-CPU_SOURCES = ("mxfp4_cpu.cc", "mxfp4_math.h")
+CPU_SOURCES = ("mxfp4_cpu.cc", "mxfp4_math.h", "ffi_shapes.h")
 CUDA_SOURCES = (
   "mxfp4_cuda.cu",
   "mxfp4_math.h",
+  "ffi_shapes.h",
   "cublaslt_api.h",
   "mxfp4_cutlass.cu",
 )

@@ -15,11 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "ffi_shapes.h"
 #include "mxfp4_math.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 namespace mx = quartet_mxfp4;
+using quartet_ffi::dims_str;
+using quartet_ffi::prod;
 
 namespace {
 
@@ -39,20 +42,7 @@ uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-int64_t prod(ffi::AnyBuffer::Dimensions d, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= d[i];
-  return p;
-}
 
-std::string dims_str(ffi::AnyBuffer::Dimensions d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
 
 // y[offset + i n + j] = alpha * sum_l a[i, l] b[j, l] for fp32 [m, K] and
 // [n, K] operands ("TN"), written as fp32 or bf16. The operands are decoded
@@ -180,41 +170,15 @@ ffi::Error Nvfp4GemmImpl(ffi::Buffer<ffi::U8> a_codes,
                          ffi::Buffer<ffi::U8> b_scale,
                          ffi::Buffer<ffi::F32> b_global,
                          ffi::Result<ffi::AnyBuffer> y) {
-  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
-  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
-  const auto yd = y->dimensions();
-  const size_t rank = ad.size();
-  if (rank < 2 || bd.size() != rank || asd.size() != rank - 1 ||
-      bsd.size() != rank - 1 || yd.size() != rank ||
-      a_global.dimensions().size() != rank - 2 ||
-      b_global.dimensions().size() != rank - 2) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: need codes [.., R, K/2], swizzled scales "
-        "[.., S], tensor scales [..]; got codes " + dims_str(ad) + " and " +
-        dims_str(bd));
-  }
-  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
-  const int64_t batch = prod(ad, 0, rank - 2);
-  const int64_t ks = k / mx::kNvfp4Group;
-  const int64_t sa = mx::blocked_size(m, ks), sb = mx::blocked_size(n, ks);
-  bool ok = k % mx::kNvfp4Group == 0 && bd[rank - 1] * 2 == k &&
-            asd[rank - 2] == sa && bsd[rank - 2] == sb && yd[rank - 2] == m &&
-            yd[rank - 1] == n && prod(bd, 0, rank - 2) == batch;
-  for (size_t i = 0; ok && i + 2 < rank; ++i) {
-    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
-  }
-  if (!ok) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
-        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
-        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
-        " (need K % 16 == 0 and swizzled scales of 128x4-padded size)");
-  }
+  quartet_ffi::Nvfp4Gemm g;
   const auto out_type = y->element_type();
-  if (out_type != ffi::F32 && out_type != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
-  }
+  ffi::Error bad = quartet_ffi::check_nvfp4_gemm(
+      a_codes.dimensions(), a_scale.dimensions(), a_global.dimensions(),
+      b_codes.dimensions(), b_scale.dimensions(), b_global.dimensions(),
+      y->dimensions(), out_type, &g);
+  if (bad.failure()) return bad;
+  const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
+  const int64_t sa = g.scale_a, sb = g.scale_b;
   std::vector<float> a(static_cast<size_t>(m * k)), b(
                                                     static_cast<size_t>(n * k));
   for (int64_t t = 0; t < batch; ++t) {

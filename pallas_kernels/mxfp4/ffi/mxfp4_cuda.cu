@@ -47,11 +47,14 @@
 #include <string>
 
 #include "cublaslt_api.h"
+#include "ffi_shapes.h"
 #include "mxfp4_math.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 namespace mx = quartet_mxfp4;
+using quartet_ffi::dims_str;
+using quartet_ffi::prod;
 namespace lt = quartet_lt;
 
 // mxfp4_cutlass.cu, one object per Blackwell family: 0 on success, else a
@@ -96,20 +99,7 @@ constexpr size_t kLtWorkspace = 32u << 20;  // cuBLASLt's Blackwell advice
 // benchmarks and tests: QuartetMxfp4CudaLastGemmPath().
 std::atomic<int> g_last_path{0};
 
-std::string dims_str(ffi::AnyBuffer::Dimensions d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
 
-int64_t prod(ffi::AnyBuffer::Dimensions d, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= d[i];
-  return p;
-}
 
 ffi::Error cuda_error(const char* what) {
   const cudaError_t e = cudaGetLastError();
@@ -709,39 +699,15 @@ ffi::Error Nvfp4GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
                          ffi::Buffer<ffi::U8> b_scale,
                          ffi::Buffer<ffi::F32> b_global,
                          ffi::Result<ffi::AnyBuffer> y) {
-  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
-  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
-  const auto yd = y->dimensions();
-  const size_t rank = ad.size();
-  if (rank < 2 || bd.size() != rank || asd.size() != rank - 1 ||
-      bsd.size() != rank - 1 || yd.size() != rank ||
-      a_global.dimensions().size() != rank - 2 ||
-      b_global.dimensions().size() != rank - 2) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: need codes [.., R, K/2], blocked scales [.., S] "
-        "and tensor scales [..]");
-  }
-  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
-  const int64_t batch = prod(ad, 0, rank - 2);
-  const int64_t ks = k / mx::kNvfp4Group;
-  const int64_t sa = mx::blocked_size(m, ks), sb = mx::blocked_size(n, ks);
-  bool ok = k % mx::kNvfp4Group == 0 && bd[rank - 1] * 2 == k &&
-            asd[rank - 2] == sa && bsd[rank - 2] == sb && yd[rank - 2] == m &&
-            yd[rank - 1] == n && prod(bd, 0, rank - 2) == batch;
-  for (size_t i = 0; ok && i + 2 < rank; ++i) {
-    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
-  }
-  if (!ok) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
-        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
-        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd));
-  }
+  quartet_ffi::Nvfp4Gemm g;
   const auto out_type = y->element_type();
-  if (out_type != ffi::F32 && out_type != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
-  }
+  ffi::Error bad = quartet_ffi::check_nvfp4_gemm(
+      a_codes.dimensions(), a_scale.dimensions(), a_global.dimensions(),
+      b_codes.dimensions(), b_scale.dimensions(), b_global.dimensions(),
+      y->dimensions(), out_type, &g);
+  if (bad.failure()) return bad;
+  const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
+  const int64_t sa = g.scale_a, sb = g.scale_b;
   if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
   int major = 0, minor = 0;
   ffi::Error e = compute_capability(device, &major, &minor);

@@ -1,0 +1,83 @@
+// Shape checks shared by the CPU (g++) and CUDA (nvcc) FFI handlers, so that
+// both reject the same inputs with the same one-line message.
+//
+// References: Castro et al., "Quartet: Native FP4 Training Can Be Optimal for
+// Large Language Models", NeurIPS 2025.
+#ifndef QUARTET_MXFP4_FFI_FFI_SHAPES_H_
+#define QUARTET_MXFP4_FFI_FFI_SHAPES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "mxfp4_math.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace quartet_ffi {
+
+namespace ffi = xla::ffi;
+using Dims = ffi::AnyBuffer::Dimensions;
+
+inline std::string dims_str(Dims d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+inline int64_t prod(Dims d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= d[i];
+  return p;
+}
+
+// One NVFP4 GEMM problem: y [.., m, n] from codes [.., R, k/2], blocked
+// scales [.., scale_a | scale_b] and tensor scales [..].
+struct Nvfp4Gemm {
+  int64_t m = 0, n = 0, k = 0, batch = 0, scale_a = 0, scale_b = 0;
+};
+
+// Checks the operands of quartet_nvfp4_gemm and fills `g`.
+inline ffi::Error check_nvfp4_gemm(Dims ad, Dims asd, Dims agd, Dims bd,
+                                   Dims bsd, Dims bgd, Dims yd,
+                                   ffi::DataType out_type, Nvfp4Gemm* g) {
+  namespace mx = quartet_mxfp4;
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank - 1 ||
+      bsd.size() != rank - 1 || yd.size() != rank || agd.size() != rank - 2 ||
+      bgd.size() != rank - 2) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: need codes [.., R, K/2], blocked scales [.., S] "
+        "and tensor scales [..]; got codes " + dims_str(ad) + " and " +
+        dims_str(bd));
+  }
+  g->m = ad[rank - 2], g->n = bd[rank - 2], g->k = 2 * ad[rank - 1];
+  g->batch = prod(ad, 0, rank - 2);
+  const int64_t ks = g->k / mx::kNvfp4Group;
+  g->scale_a = mx::blocked_size(g->m, ks);
+  g->scale_b = mx::blocked_size(g->n, ks);
+  bool ok = g->k % mx::kNvfp4Group == 0 && bd[rank - 1] * 2 == g->k &&
+            asd[rank - 2] == g->scale_a && bsd[rank - 2] == g->scale_b &&
+            yd[rank - 2] == g->m && yd[rank - 1] == g->n;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] &&
+         ad[i] == yd[i] && ad[i] == agd[i] && ad[i] == bgd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
+        " (need K % 16 == 0 and blocked scales of 128x4-padded size)");
+  }
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace quartet_ffi
+
+#endif  // QUARTET_MXFP4_FFI_FFI_SHAPES_H_
