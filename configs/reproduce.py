@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; 14 min 57 s for all quick runs on a fresh clone, 2-core CPU):
+Run (the main job; 14 min 54 s for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).
@@ -32,24 +32,24 @@ def get_config(arg=None):
   # only to start the longest first in a workdir without stamps (later jobs
   # use the durations their own stamps record).
   config.expected_seconds = dict(
-    quartet_llm=227,
-    quartet_scaling=219,
-    sadl=176,
-    sfn=185,
-    cdflow_density=180,
-    drag=65,
-    hns_kdv=91,
-    hns_advection=77,
-    mix=48,
-    hns_toy=59,
-    disaggregated_eval=64,
+    quartet_llm=228,
+    quartet_scaling=224,
+    sadl=191,
+    sfn=191,
+    cdflow_density=114,
+    drag=77,
+    hns_kdv=106,
+    hns_advection=80,
+    mix=52,
+    hns_toy=65,
+    disaggregated_eval=74,
     dpo_diversity=74,
-    qblr=68,
-    trpe=33,
-    bench_cdflow=70,
-    compact_memory=57,
-    simplicity_bias=36,
-    nanoadam_finetune=34,
-    bench_mxfp4=14,
+    qblr=66,
+    trpe=32,
+    bench_cdflow=66,
+    compact_memory=53,
+    simplicity_bias=33,
+    nanoadam_finetune=32,
+    bench_mxfp4=18,
   )
   return common.lock(config)
