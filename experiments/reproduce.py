@@ -115,8 +115,9 @@ def code_version(root: str = _ROOT) -> str:
 
   Independent of git, so it works in an installed copy or a dirty tree; the
   claim registry and the report machinery (`experiments/claims`,
-  `experiments/reproduce.py`) change what is read, not what a run computes,
-  and are left out so that editing a claim does not rerun its experiment.
+  `experiments/reproduce.py` and its own `configs/reproduce.py`: selection,
+  jobs, expected seconds) change what is read or when, not what a run
+  computes, and are left out so that editing them does not rerun anything.
   """
   h = hashlib.sha256()
   paths = []
@@ -130,6 +131,7 @@ def code_version(root: str = _ROOT) -> str:
   skip = (
     os.path.join(root, "experiments", "claims") + os.sep,
     os.path.join(root, "experiments", "reproduce.py"),
+    os.path.join(root, "configs", "reproduce.py"),
   )
   for path in sorted(paths):
     if path.startswith(skip) or not os.path.exists(path):

@@ -134,7 +134,14 @@ def test_code_version_follows_the_sources(tmp_path):
   (tmp_path / "configs" / "c.py").write_text("y = 2\n")
   v2 = reproduce.code_version(str(tmp_path))
   (tmp_path / "lib" / "a.py").write_text("x = 2\n")
-  assert len({v1, v2, reproduce.code_version(str(tmp_path))}) == 3
+  v3 = reproduce.code_version(str(tmp_path))
+  assert len({v1, v2, v3}) == 3
+  # The driver's own config (which runs, how many at once, expected seconds)
+  # and the claim registry change no run's numbers: no rerun for them.
+  (tmp_path / "configs" / "reproduce.py").write_text("jobs = 2\n")
+  (tmp_path / "experiments" / "claims").mkdir(parents=True)
+  (tmp_path / "experiments" / "claims" / "q.py").write_text("CLAIMS = []\n")
+  assert reproduce.code_version(str(tmp_path)) == v3
 
 
 def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
