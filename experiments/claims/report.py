@@ -8,12 +8,14 @@ measured against, and a check such as ">= 0.004" or "in [-0.14, -0.06]".
 Verdicts (the report must not be able to flatter us, issues 12 and 14):
 
 - "missing": the number (or a key the verdict needs) is not in results.json.
-- "no": the point estimate fails its check, is not finite, or the comparator
+- "no": the point estimate fails its check and its interval (if any) lies
+  wholly on the failing side, the number is not finite, or the comparator
   diverged (a "yes" may never rest on a diverged baseline).
 - "unresolved": the point passes but its interval (`interval`) does not pass
-  as a whole, the interval is absent or malformed, or it does not contain its
-  own point estimate (a defect of the estimator, shown as "point outside
-  band").
+  as a whole, the point fails but its interval reaches values that pass (a
+  "no" inside the noise is no more settled than a "yes" inside it), the
+  interval is absent or malformed, or it does not contain its own point
+  estimate (a defect of the estimator, shown as "point outside band").
 - "yes": everything above is clear.
 
 Sanity rows (`sanity=True`: bookkeeping identities, checks against our own
@@ -133,6 +135,15 @@ def parse_check(check: str):
   return lambda v: lo <= v <= hi
 
 
+def band_reaches(check: str, lo: float, hi: float) -> bool:
+  """Whether some value in [lo, hi] passes `check` (every check is convex)."""
+  if parse_check(check)(lo) or parse_check(check)(hi):
+    return True
+  op, _, a, b = _CHECK.match(check).groups()
+  # Neither end passes: only a band that covers a whole 'in [a, b]' reaches it.
+  return not op and lo <= float(a) and float(b) <= hi
+
+
 def lookup(results: dict, metric: str):
   """results['a']['b'] for metric 'a.b'; None when absent.
 
@@ -237,6 +248,9 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
         if not (check(float(lo)) and check(float(hi))):
           reasons.append("band straddles the check")
           verdict = "unresolved"
+      elif band_reaches(claim.check, float(lo), float(hi)):  # point fails
+        reasons.append("band reaches the check")
+        verdict = "unresolved"
     elif verdict == "yes":
       reasons.append("band missing")
       verdict = "unresolved"

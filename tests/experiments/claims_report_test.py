@@ -79,8 +79,14 @@ def test_point_verdicts():
     # The point passes, the band straddles the check.
     ("< 1", 0.6, 0.2, 1.8, "unresolved", "band straddles the check"),
     ("in [0, 1]", 0.5, -0.1, 0.9, "unresolved", "band straddles the check"),
-    # The point fails: "no", whatever the band.
-    ("< 1", 1.2, 0.5, 1.5, "no", None),
+    # The point fails and so does the whole band: "no".
+    ("< 1", 1.2, 1.05, 1.5, "no", None),
+    ("in [0, 1]", 1.5, 1.2, 2.0, "no", None),
+    # The point fails but the band reaches passing values: inside the noise.
+    ("< 1", 1.2, 0.5, 1.5, "unresolved", "band reaches the check"),
+    (">= 1.0", 0.98, 0.94, 1.02, "unresolved", "band reaches the check"),
+    # ... including a band that covers a whole 'in [a, b]' from outside.
+    ("in [0, 1]", 1.5, -0.5, 2.0, "unresolved", "band reaches the check"),
     # quartet_eff_n at quick scale: 0.080 outside its own [0.184, 1.857].
     ("< 1", 0.080, 0.184, 1.857, "unresolved", "point outside band"),
     # Even a band that passes entirely cannot rescue a point outside it.
