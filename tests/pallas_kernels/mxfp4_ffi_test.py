@@ -224,6 +224,52 @@ def test_bad_input_raises():
     )
 
 
+def test_handlers_check_shapes_themselves():
+  # Past the Python checks: the shared C++ checks (ffi_shapes.h) that both the
+  # CPU and CUDA handlers run must reject inconsistent operands by name.
+  ffi.quantize(jnp.zeros((4, 64)))  # registers the targets
+  u8 = jnp.zeros((4, 16), jnp.uint8)
+  mx = jax.ffi.ffi_call(
+    _loader.GEMM_TARGET, jax.ShapeDtypeStruct((4, 4), jnp.float32)
+  )
+  with pytest.raises(Exception, match="quartet_mxfp4_gemm: inconsistent"):
+    # K = 32 needs one scale per row; two given.
+    jax.block_until_ready(
+      mx(
+        u8,
+        jnp.zeros((4, 2), jnp.uint8),
+        u8,
+        jnp.zeros((4, 2), jnp.uint8),
+        alpha=np.float32(1),
+      )
+    )
+  with pytest.raises(Exception, match="quartet_mxfp4_gemm: operands must"):
+    jax.block_until_ready(
+      mx(
+        u8[None],
+        jnp.zeros((4, 1), jnp.uint8),
+        u8,
+        jnp.zeros((4, 1), jnp.uint8),
+        alpha=np.float32(1),
+      )
+    )
+  nv = jax.ffi.ffi_call(
+    _loader.NVFP4_GEMM_TARGET, jax.ShapeDtypeStruct((4, 4), jnp.float32)
+  )
+  with pytest.raises(Exception, match="quartet_nvfp4_gemm: inconsistent"):
+    # K = 32 is two NVFP4 groups; the blocked scales need 128 x 4 padding.
+    jax.block_until_ready(
+      nv(
+        u8,
+        jnp.zeros((8,), jnp.uint8),
+        jnp.ones((), jnp.float32),
+        u8,
+        jnp.zeros((8,), jnp.uint8),
+        jnp.ones((), jnp.float32),
+      )
+    )
+
+
 def test_missing_library_says_how_to_build(monkeypatch, tmp_path):
   monkeypatch.setenv("QUARTET_MXFP4_FFI_DIR", str(tmp_path))
   monkeypatch.setattr(_loader, "_registered", set())

@@ -32,6 +32,48 @@ inline int64_t prod(Dims d, size_t begin, size_t end) {
   return p;
 }
 
+// One MXFP4 GEMM problem: y [.., m, n] from codes [.., R, k/2] and E8M0
+// scales [.., R, k/32].
+struct Mxfp4Gemm {
+  int64_t m = 0, n = 0, k = 0, batch = 0;
+};
+
+// Checks the operands of quartet_mxfp4_gemm and fills `g`.
+inline ffi::Error check_mxfp4_gemm(Dims ad, Dims asd, Dims bd, Dims bsd,
+                                   Dims yd, ffi::DataType out_type,
+                                   Mxfp4Gemm* g) {
+  namespace mx = quartet_mxfp4;
+  const size_t rank = ad.size();
+  if (rank < 2 || bd.size() != rank || asd.size() != rank ||
+      bsd.size() != rank || yd.size() != rank) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: operands must have equal rank >= 2, got codes " +
+        dims_str(ad) + " and " + dims_str(bd));
+  }
+  g->m = ad[rank - 2], g->n = bd[rank - 2], g->k = 2 * ad[rank - 1];
+  g->batch = prod(ad, 0, rank - 2);
+  const int64_t ks = g->k / mx::kGroup;
+  bool ok = g->k % mx::kGroup == 0 && bd[rank - 1] * 2 == g->k &&
+            asd[rank - 2] == g->m && asd[rank - 1] == ks &&
+            bsd[rank - 2] == g->n && bsd[rank - 1] == ks &&
+            yd[rank - 2] == g->m && yd[rank - 1] == g->n;
+  for (size_t i = 0; ok && i + 2 < rank; ++i) {
+    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
+  }
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
+        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
+        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
+        " (need codes [.., R, K/2], scale [.., R, K/32], K % 32 == 0)");
+  }
+  if (out_type != ffi::F32 && out_type != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_gemm: result must be float32 or bfloat16");
+  }
+  return ffi::Error::Success();
+}
+
 // One NVFP4 GEMM problem: y [.., m, n] from codes [.., R, k/2], blocked
 // scales [.., scale_a | scale_b] and tensor scales [..].
 struct Nvfp4Gemm {

@@ -582,36 +582,13 @@ ffi::Error GemmImpl(cudaStream_t stream, ffi::ScratchAllocator scratch,
                     ffi::Buffer<ffi::U8> a_scale, ffi::Buffer<ffi::U8> b_codes,
                     ffi::Buffer<ffi::U8> b_scale,
                     ffi::Result<ffi::AnyBuffer> y, float alpha) {
-  const auto ad = a_codes.dimensions(), bd = b_codes.dimensions();
-  const auto asd = a_scale.dimensions(), bsd = b_scale.dimensions();
-  const auto yd = y->dimensions();
-  const size_t rank = ad.size();
-  if (rank < 2 || bd.size() != rank || asd.size() != rank ||
-      bsd.size() != rank || yd.size() != rank) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_gemm: operands must have equal rank >= 2");
-  }
-  const int64_t m = ad[rank - 2], n = bd[rank - 2], k = 2 * ad[rank - 1];
-  const int64_t batch = prod(ad, 0, rank - 2);
-  const int64_t ks = k / mx::kGroup;
-  bool ok = k % mx::kGroup == 0 && bd[rank - 1] * 2 == k &&
-            asd[rank - 2] == m && asd[rank - 1] == ks && bsd[rank - 2] == n &&
-            bsd[rank - 1] == ks && yd[rank - 2] == m && yd[rank - 1] == n &&
-            prod(bd, 0, rank - 2) == batch;
-  for (size_t i = 0; ok && i + 2 < rank; ++i) {
-    ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
-  }
-  if (!ok) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
-        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
-        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd));
-  }
+  quartet_ffi::Mxfp4Gemm g;
   const auto out_type = y->element_type();
-  if (out_type != ffi::F32 && out_type != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_gemm: result must be float32 or bfloat16");
-  }
+  ffi::Error bad = quartet_ffi::check_mxfp4_gemm(
+      a_codes.dimensions(), a_scale.dimensions(), b_codes.dimensions(),
+      b_scale.dimensions(), y->dimensions(), out_type, &g);
+  if (bad.failure()) return bad;
+  const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
   if (m == 0 || n == 0 || batch == 0) return ffi::Error::Success();
   int major = 0, minor = 0;
   ffi::Error e = compute_capability(device, &major, &minor);
