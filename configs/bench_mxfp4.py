@@ -26,7 +26,10 @@ def get_config(arg=None):
   config.quantize_shape = (8192, 8192)
   config.gemm_implementations = ("xla", "pallas")
   config.error_shape = (128, 4096, 128)  # the authors' notebook shape
+  # Timed rounds per linear shape: at least `repeats`, and more (up to 10 x)
+  # until `min_seconds` have passed; the ratio is the rounds' median.
   config.repeats = 10
+  config.min_seconds = 0.0
   config.seed = 0
   if arg.variant == "quick":
     config.linear_shapes = ((512, 512, 512), (1024, 1024, 1024), (2048,) * 3)
@@ -34,6 +37,7 @@ def get_config(arg=None):
     config.quantize_shape = (2048, 2048)
     config.gemm_implementations = ("xla",)
     config.repeats = 5
+    config.min_seconds = 4.0
   if arg.smoke:
     config.linear_shapes = ((64, 64, 64),)
     config.gemm_shapes = ((64, 64, 64),)
@@ -41,4 +45,5 @@ def get_config(arg=None):
     config.gemm_implementations = ("xla", "pallas")
     config.error_shape = (64, 64, 32)
     config.repeats = 1
+    config.min_seconds = 0.0
   return common.lock(config)

@@ -39,18 +39,27 @@ def _time(fn, *args, repeats: int) -> float:
   return float(np.median(times))
 
 
-def _time_pair(f, g, args, repeats: int) -> tuple[float, float]:
-  """Median seconds of f(*args) and g(*args), timed alternately (a change of
-  machine load hits both alike)."""
+def _time_pair(f, g, args, repeats: int, min_seconds: float = 0.0):
+  """f(*args) and g(*args) timed alternately, round after round.
+
+  A round times f then g, so a change of machine load hits both alike; the
+  ratio of a round is its g time over its f time. Rounds go on until there are
+  `repeats` of them and `min_seconds` have passed (at most 10 x `repeats`).
+  Returns (median f seconds, median g seconds, the rounds' ratios g / f).
+  """
   jax.block_until_ready(f(*args))
   jax.block_until_ready(g(*args))
   tf, tg = [], []
-  for _ in range(repeats):
+  start = time.perf_counter()
+  while len(tf) < repeats or (
+    time.perf_counter() - start < min_seconds and len(tf) < 10 * repeats
+  ):
     for fn, out in ((f, tf), (g, tg)):
       t0 = time.perf_counter()
       jax.block_until_ready(fn(*args))
       out.append(time.perf_counter() - t0)
-  return float(np.median(tf)), float(np.median(tg))
+  ratios = np.asarray(tg) / np.asarray(tf)
+  return float(np.median(tf)), float(np.median(tg)), ratios
 
 
 def _linear_fwd_bwd(linear_fn):
@@ -70,11 +79,19 @@ def bench_linear(config, dtype) -> dict:
     e = jax.random.normal(keys[2], (t, n), dtype)
     dense = _linear_fwd_bwd(lambda x, w, key: x @ w.T)
     quartet = _linear_fwd_bwd(quant.quartet_linear)
-    td, tq = _time_pair(dense, quartet, (x, w, e, keys[3]), config.repeats)
+    td, tq, ratios = _time_pair(
+      dense, quartet, (x, w, e, keys[3]), config.repeats, config.min_seconds
+    )
+    q25, q50, q75 = np.percentile(ratios, [25, 50, 75])
     out[f"T{t}_K{k}_N{n}"] = {
       "dense_ms": 1e3 * td,
       "quartet_ms": 1e3 * tq,
-      "quartet_over_dense": tq / td,
+      # The median of the rounds' ratios (each round times both, back to
+      # back) and its interquartile range: steadier under load than a ratio
+      # of two medians.
+      "quartet_over_dense": float(q50),
+      "ratio_iqr": [float(q25), float(q75)],
+      "rounds": len(ratios),
     }
     logging.info("linear %s: %s", (t, k, n), out[f"T{t}_K{k}_N{n}"])
   return out
@@ -168,6 +185,7 @@ def check_config(config) -> None:
   _checks.integers(config.quantize_shape, "config.quantize_shape", length=2)
   _check_groups(config.quantize_shape, "quantize_shape", (1,))
   _checks.integer(config.repeats, "config.repeats")
+  _checks.number(config.min_seconds, "config.min_seconds", at_least=0.0)
 
 
 def _check_groups(shape, key, axes) -> None:

@@ -2,6 +2,10 @@
 
 import json
 import os
+import time
+
+import jax.numpy as jnp
+import numpy as np
 
 from configs import bench_mxfp4 as config_lib
 from experiments import bench_mxfp4
@@ -16,3 +20,21 @@ def test_smoke(tmp_path, fast_compile):
   assert gemm["xla_over_bf16"] > 0 and gemm["pallas_over_bf16"] > 0  # interpret
   with open(os.path.join(tmp_path, "results.json")) as f:
     assert json.load(f)["backend"] == "cpu"
+
+
+def test_time_pair_rounds_and_ratio():
+  def sleeper(seconds):
+    def fn():
+      time.sleep(seconds)
+      return jnp.zeros(())
+
+    return fn
+
+  f, g = sleeper(0.002), sleeper(0.006)
+  tf, tg, ratios = bench_mxfp4._time_pair(f, g, (), repeats=3)
+  assert len(ratios) == 3  # min_seconds 0: exactly `repeats` rounds
+  assert 2.0 < np.median(ratios) < 4.5  # 3x by construction, sleep jitter aside
+  assert tf < tg
+  # A long min_seconds stops at 10 x repeats.
+  _, _, ratios = bench_mxfp4._time_pair(f, f, (), repeats=2, min_seconds=1e9)
+  assert len(ratios) == 20
