@@ -228,46 +228,34 @@ def test_handlers_check_shapes_themselves():
   # Past the Python checks: the shared C++ checks (ffi_shapes.h) that both the
   # CPU and CUDA handlers run must reject inconsistent operands by name.
   ffi.quantize(jnp.zeros((4, 64)))  # registers the targets
-  u8 = jnp.zeros((4, 16), jnp.uint8)
-  mx = jax.ffi.ffi_call(
-    _loader.GEMM_TARGET, jax.ShapeDtypeStruct((4, 4), jnp.float32)
-  )
-  with pytest.raises(Exception, match="quartet_mxfp4_gemm: inconsistent"):
-    # K = 32 needs one scale per row; two given.
-    jax.block_until_ready(
-      mx(
-        u8,
-        jnp.zeros((4, 2), jnp.uint8),
-        u8,
-        jnp.zeros((4, 2), jnp.uint8),
-        alpha=np.float32(1),
-      )
-    )
-  with pytest.raises(Exception, match="quartet_mxfp4_gemm: operands must"):
-    jax.block_until_ready(
-      mx(
-        u8[None],
-        jnp.zeros((4, 1), jnp.uint8),
-        u8,
-        jnp.zeros((4, 1), jnp.uint8),
-        alpha=np.float32(1),
-      )
-    )
-  nv = jax.ffi.ffi_call(
-    _loader.NVFP4_GEMM_TARGET, jax.ShapeDtypeStruct((4, 4), jnp.float32)
-  )
-  with pytest.raises(Exception, match="quartet_nvfp4_gemm: inconsistent"):
+  u8, f32 = jnp.zeros((4, 16), jnp.uint8), jnp.ones((), jnp.float32)
+  scales = lambda *shape: jnp.zeros(shape, jnp.uint8)
+  cases = [
+    # K = 32 needs one E8M0 scale per row; two given.
+    (
+      _loader.GEMM_TARGET,
+      "quartet_mxfp4_gemm: inconsistent",
+      (u8, scales(4, 2), u8, scales(4, 2)),
+      {"alpha": np.float32(1)},
+    ),
+    (
+      _loader.GEMM_TARGET,
+      "quartet_mxfp4_gemm: operands must",
+      (u8[None], scales(4, 1), u8, scales(4, 1)),
+      {"alpha": np.float32(1)},
+    ),
     # K = 32 is two NVFP4 groups; the blocked scales need 128 x 4 padding.
-    jax.block_until_ready(
-      nv(
-        u8,
-        jnp.zeros((8,), jnp.uint8),
-        jnp.ones((), jnp.float32),
-        u8,
-        jnp.zeros((8,), jnp.uint8),
-        jnp.ones((), jnp.float32),
-      )
-    )
+    (
+      _loader.NVFP4_GEMM_TARGET,
+      "quartet_nvfp4_gemm: inconsistent",
+      (u8, scales(8), f32, u8, scales(8), f32),
+      {},
+    ),
+  ]
+  for target, message, args, attrs in cases:
+    call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct((4, 4), jnp.float32))
+    with pytest.raises(Exception, match=message):
+      jax.block_until_ready(call(*args, **attrs))
 
 
 def test_missing_library_says_how_to_build(monkeypatch, tmp_path):
