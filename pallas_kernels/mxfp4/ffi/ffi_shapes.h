@@ -32,6 +32,25 @@ inline int64_t prod(Dims d, size_t begin, size_t end) {
   return p;
 }
 
+// The one-line errors both GEMM checks end with: operand shapes that do not
+// fit together (with what `op` needs), and a result type other than f32/bf16.
+inline ffi::Error inconsistent_shapes(const std::string& op, Dims ad, Dims asd,
+                                      Dims bd, Dims bsd, Dims yd,
+                                      const std::string& need) {
+  return ffi::Error::InvalidArgument(
+      op + ": inconsistent shapes: a_codes " + dims_str(ad) + ", a_scale " +
+      dims_str(asd) + ", b_codes " + dims_str(bd) + ", b_scale " +
+      dims_str(bsd) + ", y " + dims_str(yd) + " (need " + need + ")");
+}
+
+inline ffi::Error check_out_type(const std::string& op, ffi::DataType t) {
+  if (t != ffi::F32 && t != ffi::BF16) {
+    return ffi::Error::InvalidArgument(op +
+                                       ": result must be float32 or bfloat16");
+  }
+  return ffi::Error::Success();
+}
+
 // One MXFP4 GEMM problem: y [.., m, n] from codes [.., R, k/2] and E8M0
 // scales [.., R, k/32].
 struct Mxfp4Gemm {
@@ -61,17 +80,11 @@ inline ffi::Error check_mxfp4_gemm(Dims ad, Dims asd, Dims bd, Dims bsd,
     ok = ad[i] == bd[i] && ad[i] == asd[i] && ad[i] == bsd[i] && ad[i] == yd[i];
   }
   if (!ok) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
-        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
-        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
-        " (need codes [.., R, K/2], scale [.., R, K/32], K % 32 == 0)");
+    return inconsistent_shapes(
+        "quartet_mxfp4_gemm", ad, asd, bd, bsd, yd,
+        "codes [.., R, K/2], scale [.., R, K/32], K % 32 == 0");
   }
-  if (out_type != ffi::F32 && out_type != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_gemm: result must be float32 or bfloat16");
-  }
-  return ffi::Error::Success();
+  return check_out_type("quartet_mxfp4_gemm", out_type);
 }
 
 // One NVFP4 GEMM problem: y [.., m, n] from codes [.., R, k/2], blocked
@@ -107,17 +120,11 @@ inline ffi::Error check_nvfp4_gemm(Dims ad, Dims asd, Dims agd, Dims bd,
          ad[i] == yd[i] && ad[i] == agd[i] && ad[i] == bgd[i];
   }
   if (!ok) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: inconsistent shapes: a_codes " + dims_str(ad) +
-        ", a_scale " + dims_str(asd) + ", b_codes " + dims_str(bd) +
-        ", b_scale " + dims_str(bsd) + ", y " + dims_str(yd) +
-        " (need K % 16 == 0 and blocked scales of 128x4-padded size)");
+    return inconsistent_shapes(
+        "quartet_nvfp4_gemm", ad, asd, bd, bsd, yd,
+        "K % 16 == 0 and blocked scales of 128x4-padded size");
   }
-  if (out_type != ffi::F32 && out_type != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_nvfp4_gemm: result must be float32 or bfloat16");
-  }
-  return ffi::Error::Success();
+  return check_out_type("quartet_nvfp4_gemm", out_type);
 }
 
 }  // namespace quartet_ffi
