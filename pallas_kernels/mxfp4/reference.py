@@ -40,9 +40,20 @@ QUEST_EPS = 1e-8
 E8M0_NAN = 255
 
 
+class _PackedE2M1:
+  """What MXTensor and NVFP4Tensor share: two E2M1 codes per byte of `codes`."""
+
+  codes: jax.Array
+
+  @property
+  def shape(self) -> tuple[int, ...]:
+    """Logical (unpacked) shape [..., C]."""
+    return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class MXTensor:
+class MXTensor(_PackedE2M1):
   """MXFP4 tensor quantized along its last axis (see the module docstring).
 
   Attributes:
@@ -54,11 +65,6 @@ class MXTensor:
   codes: jax.Array
   scale: jax.Array
   alpha_inv: int = dataclasses.field(default=1, metadata=dict(static=True))
-
-  @property
-  def shape(self) -> tuple[int, ...]:
-    """Logical (unpacked) shape [..., C]."""
-    return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
 
 
 # ----------------------------------------------------------------------------
@@ -466,7 +472,7 @@ E4M3_MAX = 448.0
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class NVFP4Tensor:
+class NVFP4Tensor(_PackedE2M1):
   """NVFP4 tensor quantized along its last axis.
 
   Attributes:
@@ -478,11 +484,6 @@ class NVFP4Tensor:
   codes: jax.Array
   scale: jax.Array
   global_scale: jax.Array
-
-  @property
-  def shape(self) -> tuple[int, ...]:
-    """Logical (unpacked) shape [..., C]."""
-    return (*self.codes.shape[:-1], self.codes.shape[-1] * 2)
 
 
 def quantize_nvfp4(
