@@ -36,7 +36,7 @@ FAKE_QUANT_METHODS = (
 
 
 def quest_continuous(x: jax.Array) -> jax.Array:
-  """QuEST with the exact scale 0.48707948 sigma (no power of two), RTN.
+  """QuEST with the exact scale (2.92247856 / 6) sigma (no power of two), RTN.
 
   The MSE-optimal Gaussian clip of the FP4 grid; dequantized fp32 values.
   """

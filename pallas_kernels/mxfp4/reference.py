@@ -33,9 +33,15 @@ from jax import lax
 GROUP = 32  # MX block size = Hadamard size in Quartet.
 E2M1_MAX = 6.0
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-# QuEST: the MSE-optimal clip of a unit Gaussian onto the FP4 grid (2.9225
-# sigma) mapped onto the grid maximum 6 (authors' constant, 2.92247856 / 6).
-QUEST_SIGMA_SCALE = 0.48707948
+# QuEST: the MSE-optimal clip of a unit Gaussian onto the FP4 grid (2.92247856
+# sigma) mapped onto the grid maximum 6, written as the official Triton kernel
+# and QuTLASS write it (2.92247856 / 6 = 0.48707977 in float32). Not the
+# MSE-fitting notebook's 0.48707948: 10 float32 ulps away, it flips the scale
+# exponent of about one group in a million. The one value every
+# implementation uses: the Pallas kernel and lib.quant import it, and the FFI
+# build passes it to the C++/CUDA sources (`ffi/build.py`).
+QUEST_CLIP_SIGMAS = 2.92247856
+QUEST_SIGMA_SCALE = QUEST_CLIP_SIGMAS / E2M1_MAX
 QUEST_EPS = 1e-8
 E8M0_NAN = 255
 
@@ -308,7 +314,8 @@ def quantize_quest(
   """Quartet's forward quantizer (QuEST, RMS scale, RTN, trust mask).
 
   Per 32-group of the rotated x: sigma = population std; scale
-  2^floor(log2(0.48707948 sigma + 1e-8)) (the floor is deliberate, keep it);
+  2^floor(log2(QUEST_SIGMA_SCALE sigma + 1e-8)) (QUEST_SIGMA_SCALE =
+  2.92247856 / 6; the floor is deliberate, keep it);
   codes = RNE(x_r / scale) saturating at 6; mask = |x_r / scale| < 6.
 
   Returns:

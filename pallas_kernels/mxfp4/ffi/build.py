@@ -26,6 +26,7 @@ import importlib.util
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,9 @@ CUDA_SOURCES = (
   "cublaslt_api.h",
   "mxfp4_cutlass.cu",
 )
+# Constants the C++/CUDA sources take from the Python reference (one value,
+# one place); a change there rebuilds the libraries.
+REFERENCE = SRC_DIR.parent / "reference.py"
 # CUTLASS's block-scaled MXFP4 GEMM (mxfp4_cutlass.cu), one object per
 # Blackwell family (its kernels are architecture-specific): gencode -> define.
 CUTLASS_TARGETS = {
@@ -143,10 +147,24 @@ def find_nvcc() -> str | None:
   return None
 
 
+def reference_defines() -> list[str]:
+  """-D flags carrying the reference's constants into the C++/CUDA sources.
+
+  QUEST_SIGMA_SCALE is rounded to float32 here and printed with 9
+  significant digits, which read back as that same float32.
+  """
+  # Lazy like jax.ffi above: the reference imports jax.
+  from pallas_kernels.mxfp4 import reference
+
+  (scale,) = struct.unpack("f", struct.pack("f", reference.QUEST_SIGMA_SCALE))
+  return [f"-DQUARTET_QUEST_SIGMA_SCALE={scale:.8e}f"]
+
+
 def _up_to_date(out: pathlib.Path, sources) -> bool:
   if not out.exists():
     return False
-  newest = max((SRC_DIR / s).stat().st_mtime for s in sources)
+  paths = [SRC_DIR / s for s in sources] + [REFERENCE]
+  newest = max(p.stat().st_mtime for p in paths)
   return out.stat().st_mtime >= newest
 
 
@@ -190,6 +208,7 @@ def build_cpu(out_dir=None, *, force: bool = False) -> pathlib.Path:
     # beyond the fmaf() calls written in the source.
     "-ffp-contract=off",
     "-fvisibility=hidden",
+    *reference_defines(),
     "-isystem",
     ffi_include_dir(),
     str(SRC_DIR / "mxfp4_cpu.cc"),
@@ -231,6 +250,7 @@ def build_cuda(
     "-Xcompiler",
     "-fPIC,-fvisibility=hidden,-ffp-contract=off",
     "--fmad=false",
+    *reference_defines(),
   ]
   inc = find_cublas_include(cublas_include)
   main = [*common, "-isystem", ffi_include_dir()]

@@ -34,14 +34,19 @@ using std::memcpy;
 #endif
 
 constexpr int kGroup = 32;
-// Gaussian-MSE-optimal clip 2.92247856 sigma mapped onto the grid max 6.
-constexpr float kQuestScale = 0.48707948f;
+// Gaussian-MSE-optimal clip 2.92247856 sigma mapped onto the grid max 6: the
+// one value of pallas_kernels/mxfp4/reference.py (QUEST_SIGMA_SCALE), which
+// the build (pallas_kernels.mxfp4.ffi.build) passes in as a float literal.
+#ifndef QUARTET_QUEST_SIGMA_SCALE
+#error "define QUARTET_QUEST_SIGMA_SCALE: build with python -m pallas_kernels.mxfp4.ffi.build"
+#endif
+constexpr float kQuestScale = QUARTET_QUEST_SIGMA_SCALE;
 constexpr float kQuestEps = 1e-8f;
 // 1/sqrt(32): normalises the Sylvester Hadamard matrix to be orthogonal.
 constexpr float kInvSqrt32 = 0.17677669529663687f;
 
 enum Method : int32_t {
-  kQuest = 0,       // RMS scale, floor(log2(0.487 sigma + 1e-8)), RNE
+  kQuest = 0,       // RMS scale, floor(log2(kQuestScale sigma + 1e-8)), RNE
   kAbsmaxRtn = 1,   // scale 2^floor(log2 amax), values x3 (3/4 headroom), RNE
   kAbsmaxSr = 2,    // as kAbsmaxRtn with unbiased stochastic rounding
 };
@@ -100,7 +105,7 @@ MX_HD uint32_t scale_byte(int e, bool finite) {
 // Scale byte of one group of 32 (already rotated) values from its
 // reductions (pairwise-tree sums: the order of XLA:CPU row reductions and of
 // a warp xor-butterfly).
-//   quest:  floor(log2(0.48707948 * sigma + 1e-8)), sigma = population std
+//   quest:  floor(log2(kQuestScale * sigma + 1e-8)), sigma = population std
 //   absmax: floor(log2(max |v|))
 MX_HD uint32_t group_scale_byte(int32_t method, float sum, float sum_sq,
                                 float amax) {

@@ -241,7 +241,8 @@ def quantize(
 
   Per 32-group of the last axis: optional rotation `x . H32 . diag(signs)`
   (normalised Sylvester Hadamard), then
-    * "quest": scale `2^floor(log2(0.48707948 sigma + 1e-8))` (population
+    * "quest": scale `2^floor(log2(c sigma + 1e-8))`, c =
+      `reference.QUEST_SIGMA_SCALE` = 2.92247856 / 6 (population
       std of the rotated group), round-to-nearest-even codes, trust mask
       `|x_r / scale| < 6` (Quartet forward);
     * "absmax": scale `2^floor(log2 amax)`, codes of `3 x_r / scale` (3/4
