@@ -112,18 +112,21 @@ def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
   """Weighted logistic regression by Newton's method (IRLS); returns theta.
 
   P(y=1 | f) = sigmoid(f @ theta); a tiny ridge keeps separable data finite.
+  Everything is computed in the features' dtype (y, w and the ridge are cast
+  to it), so the loop carry keeps one dtype with or without jax_enable_x64.
   """
-  w = jnp.ones(features.shape[0], features.dtype) if w is None else w
-  y = y.astype(features.dtype)
+  dtype = features.dtype
+  w = jnp.ones(features.shape[0], dtype) if w is None else w.astype(dtype)
+  y = y.astype(dtype)
   d = features.shape[1]
 
   def step(_, theta):
     p = jax.nn.sigmoid(features @ theta)
     grad = features.T @ (w * (p - y)) + l2 * theta
     hess = (features * (w * p * (1 - p))[:, None]).T @ features
-    return theta - jnp.linalg.solve(hess + l2 * jnp.eye(d), grad)
+    return theta - jnp.linalg.solve(hess + l2 * jnp.eye(d, dtype=dtype), grad)
 
-  return jax.lax.fori_loop(0, iters, step, jnp.zeros(d, features.dtype))
+  return jax.lax.fori_loop(0, iters, step, jnp.zeros(d, dtype))
 
 
 def predict_logistic(theta, features):
@@ -131,9 +134,16 @@ def predict_logistic(theta, features):
 
 
 def group_probability(v, a, kind: str, degree: int = 3):
-  """P(A=1 | V) by logistic regression: V continuous (poly) or binary."""
+  """P(A=1 | V) by logistic regression: V continuous (poly) or binary.
+
+  Integer V (as `simulate` returns it) is cast to the default float dtype
+  (float64 under jax_enable_x64), float V keeps its own.
+  """
+  v = jnp.asarray(v)
+  if not jnp.issubdtype(v.dtype, jnp.floating):
+    v = v.astype(jnp.result_type(float))
   if kind == "binary":
-    f = jnp.stack([jnp.ones_like(v), v.astype(jnp.float32)], axis=-1)
+    f = jnp.stack([jnp.ones_like(v), v], axis=-1)
   else:
     f = polynomial_features(v, degree)
   theta = fit_logistic(f, a)

@@ -186,3 +186,22 @@ def test_csv_loader(tmp_path):
     ev.load_csv(str(path), {"score": "s", "label": "label", "group": "grp"})
   with pytest.raises(errors.WorkdirError, match="does not exist"):
     ev.load_csv(str(tmp_path / "missing.csv"), {"score": "s"})
+
+
+@pytest.mark.parametrize(
+  "kind, v_dtype",
+  [("binary", np.int32), ("binary", np.int64), ("poly", np.float32)],
+)
+def test_group_probability_under_x64_is_the_group_frequency(kind, v_dtype):
+  # With a binary V, [1, v] (and the degree-1 polynomial of v) saturate the
+  # logistic model, so its MLE is the empirical P(A = 1 | V = v) of each
+  # group (the ridge is 1e-6). Under jax_enable_x64 integer V (as `simulate`
+  # returns it) and float32 V must both work.
+  rng = np.random.default_rng(0)
+  v = (rng.uniform(size=400) < 0.4).astype(v_dtype)
+  a = (rng.uniform(size=400) < np.where(v == 1, 0.7, 0.2)).astype(np.int32)
+  want = np.where(v == 1, a[v == 1].mean(), a[v == 0].mean())
+  with jax.enable_x64(True):
+    got = ev.group_probability(jnp.asarray(v), jnp.asarray(a), kind, degree=1)
+    got = np.asarray(got)
+  np.testing.assert_allclose(got, want, atol=1e-5)
