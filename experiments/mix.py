@@ -99,6 +99,12 @@ def check_config(config) -> None:
   )
   _checks.integer(config.window, "config.window")
   _checks.integer(config.stride, "config.stride")
+  errors.check(
+    config.stride <= config.window,
+    errors.ConfigError,
+    f"config.stride={config.stride} > config.window={config.window} leaves "
+    "points in no OSIGV window",
+  )
   _checks.integer(config.ig_steps, "config.ig_steps")
   _checks.integer(config.num_explain, "config.num_explain", minimum=4)
   _checks.fraction(config.top_fraction, "config.top_fraction")

@@ -101,6 +101,13 @@ def window_starts(n: int, window: int, stride: int) -> np.ndarray:
   errors.check(
     stride >= 1, errors.ConfigError, f"stride must be >= 1, got {stride}"
   )
+  # A stride longer than the window leaves points in no window (their OSIGV
+  # score would be 0 / 0).
+  errors.check(
+    stride <= window,
+    errors.ConfigError,
+    f"stride {stride} > window {window} leaves points uncovered",
+  )
   starts = list(range(0, n - window + 1, stride))
   if starts[-1] + window < n:  # the tail gets a window too
     starts.append(n - window)

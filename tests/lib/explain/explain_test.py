@@ -107,6 +107,12 @@ def test_window_longer_than_series_fails_in_one_line():
     explain.osigv(jnp.zeros(8), window=16, stride=4)
 
 
+def test_stride_longer_than_window_fails_in_one_line():
+  # Points 2, 3 and 6, 7 would be in no window (score 0 / 0 = NaN).
+  with pytest.raises(errors.ConfigError, match="stride 4 > window 2"):
+    explain.osigv(jnp.ones(8), window=2, stride=4)
+
+
 # ----------------------------------------------------------------------------
 # Cross-view refinement (lib.explain.refine).
 # ----------------------------------------------------------------------------
