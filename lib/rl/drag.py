@@ -20,6 +20,8 @@ and one online iteration (buffer -> weighted VAE -> goals from the prior ->
 goal reaching -> buffer). Spec: extended_papers.md section 7.
 """
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -79,16 +81,52 @@ def dro_objective(weight_logits, losses, tau: float):
   return jnp.sum(w * losses) - tau * kl
 
 
-def tabular_weighter(losses, tau: float, steps: int = 2000, lr: float = 1.0):
-  """Gradient ascent of `dro_objective` on one logit per sample (the oracle)."""
+def tabular_weighter(
+  losses, tau: float, tol: float = 1e-5, max_steps: int = 100_000
+):
+  """Gradient ascent of `dro_objective` on one logit per sample (the oracle).
+
+  Runs until the ascent is stationary to `tol`, without using its known
+  fixed point softmax(l / tau): with r_i = l_i / tau - log w_i (equal for
+  every i at the fixed point) the gradient is tau w_i (r_i - E_w[r]), and
+  the loop stops once max_i w_i |r_i - E_w[r]| <= tol. Near the fixed point
+  that is each weight's absolute error, w_i |log(w*_i / w_i)| ~ |w*_i - w_i|
+  (measured: within 2.1 tol at tau in {0.25, 0.5, 1, 2} in float32).
+  The step size is 1 / tau, under which each logit's error shrinks by about
+  (1 - w_i) a step. A fixed number of steps (as before) left the small
+  weights short: 2.4e-4 off at tau = 0.5. Raises if `max_steps` do not reach
+  `tol`.
+  """
   check_tau(tau)
+  w, residual, steps = _tabular_ascent(jnp.asarray(losses), tau, tol, max_steps)
+  errors.check(
+    float(residual) <= tol,
+    errors.ConfigError,
+    f"the tabular weighter did not reach tol={tol} in {int(steps)} steps "
+    f"(residual {float(residual):.3g}); raise max_steps or tol",
+  )
+  return w
+
+
+@functools.partial(jax.jit, static_argnames=("max_steps",))
+def _tabular_ascent(losses, tau, tol, max_steps: int):
   grad = jax.grad(dro_objective)
 
-  def body(_, logits):
-    return logits + lr * grad(logits, losses, tau)
+  def residual(logits):  # max_i |gradient_i| / tau
+    return jnp.max(jnp.abs(grad(logits, losses, tau))) / tau
 
-  logits = jax.lax.fori_loop(0, steps, body, jnp.zeros_like(losses))
-  return jax.nn.softmax(logits)
+  def cond(carry):
+    step, logits = carry
+    return (step < max_steps) & (residual(logits) > tol)
+
+  def body(carry):
+    step, logits = carry
+    return step + 1, logits + grad(logits, losses, tau) / tau
+
+  steps, logits = jax.lax.while_loop(
+    cond, body, (jnp.int32(0), jnp.zeros_like(losses))
+  )
+  return jax.nn.softmax(logits), residual(logits), steps
 
 
 class Weighter(nn.Module):

@@ -9,11 +9,22 @@ from lib.core import errors
 from lib.rl import drag
 
 
-def test_oracle1_tabular_weighter_converges_to_softmax_l_over_tau():
-  losses = jnp.asarray(np.random.default_rng(0).normal(size=12) * 2.0)
-  for tau in (0.5, 1.0, 2.0):
-    w = drag.tabular_weighter(losses, tau, steps=4000, lr=2.0)
-    np.testing.assert_allclose(w, jax.nn.softmax(losses / tau), atol=1e-4)
+@pytest.mark.parametrize("tau", [0.25, 0.5, 1.0, 2.0])
+def test_oracle1_tabular_weighter_converges_to_softmax_l_over_tau(tau):
+  # The KL-DRO maximiser over a uniform batch is softmax(l / tau), computed
+  # here in float64. At its default tolerance (1e-5, stationarity) the ascent
+  # is within 3e-5 of it in every weight; before, a fixed 2000 steps missed
+  # by 2.7e-3 at tau = 0.25 and 2.5e-4 at tau = 0.5 (weights down to 1e-9).
+  losses = np.random.default_rng(0).normal(size=12) * 2.0
+  w = drag.tabular_weighter(jnp.asarray(losses, jnp.float32), tau)
+  z = losses / tau
+  want = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+  np.testing.assert_allclose(w, want, atol=3e-5)
+
+
+def test_tabular_weighter_short_of_steps_fails_in_one_line():
+  with pytest.raises(errors.ConfigError, match="did not reach tol=1e-05"):
+    drag.tabular_weighter(jnp.asarray([0.0, 1.0, 5.0]), 0.25, max_steps=3)
 
 
 def test_oracle2_skewfit_alpha_minus_one_is_dro_tau_one():
