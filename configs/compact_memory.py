@@ -23,7 +23,16 @@ def get_config(arg=None):
   # Which task sequences to run: "moons" (four moons), "digits" (Split-digits),
   # "file" (config.feature_file).
   config.datasets = ("moons", "digits")
-  config.methods = ("batch", "replay", "random_kprior", "compact")
+  # random_kprior: the official "K-prior with random points" (unit weights,
+  # no EM; its L2 term pulls towards 0); random_kprior_anchored: the same with
+  # the L2 term towards the previous task's weights (ours, a second baseline).
+  config.methods = (
+    "batch",
+    "replay",
+    "random_kprior",
+    "random_kprior_anchored",
+    "compact",
+  )
   config.seeds = 3  # independent runs (init, memory points), vmapped
   # A user's .npz (features, labels, task_ids); "" = none. Tests do not use it.
   config.feature_file = ""
@@ -31,6 +40,9 @@ def get_config(arg=None):
   config.file_memory_sizes = (2, 5, 10, 20)  # memory per task for "file"
   config.file_lr = 0.1  # Adam learning rate for "file"
   # Four moons (official notebook): poly-5 features, 4 tasks, delta 1e-2.
+  # beta_clamp (lib.continual.BETA_CLAMPS): "memory" = the notebook's (only
+  # the memory's beta floored at softmax_eps, the new data's unclamped);
+  # "probs" = the Split-CIFAR script's (p clipped for every row).
   config.moons = dict(
     n=1000,  # points of make_moons (the official CSV holds 1000)
     noise=0.1,  # make_moons noise (inferred: the CSV's level is not stated)
@@ -38,8 +50,11 @@ def get_config(arg=None):
     lr=0.01,  # Adam learning rate (notebook 0.01)
     steps_per_task=10_000,  # notebook: 10k-20k (config.steps_per_task: others)
     em_iters=100,  # PPCA-EM iterations per task (notebook 100)
-    memory_sizes=(1, 2, 5),  # memory per task (notebook: 1)
+    # Memory per task: the notebook keeps 14 (its saved memories hold
+    # 14/28/42/56 vectors); 1, 2, 5 show the small-memory regime.
+    memory_sizes=(1, 2, 5, 14),
     compact_init="top_beta",  # start of the EM vectors (notebook: largest beta)
+    beta_clamp="memory",  # the notebook's clamp
   )
   # Split-digits: 5 tasks x 2 classes, pixels/16 + bias (65-d), class-incremental.
   config.digits = dict(
@@ -48,6 +63,7 @@ def get_config(arg=None):
     lr=0.1,  # Adam learning rate (CIFAR script: 0.1)
     memory_sizes=(2, 5, 10, 20),  # memory per task (spec)
     compact_init="random",  # class-balanced random points (CIFAR script)
+    beta_clamp="probs",  # the Split-CIFAR script's clamp (also for "file")
   )
   config.data_seed = 0  # the data split / moons draw (fixed across seeds)
   config.delta = 1e-2  # K-prior / L2 strength (code default 1e-2)
@@ -58,7 +74,7 @@ def get_config(arg=None):
   config.em_iters = 100  # PPCA-EM iterations per task, digits / file
   config.em_noise = 1e-4  # sigma^2 of PPCA (code `emnoise`)
   config.em_jitter = 1e-6  # the code's jitter in the M-step inverse
-  config.softmax_eps = 1e-4  # clamp of p in beta (code)
+  config.softmax_eps = 1e-4  # eps of beta's clamp (both scripts)
   # num_steps and checkpoint_every are set by the experiment (tasks x
   # steps_per_task; a checkpoint at every task boundary).
   config.train = common.train_config(log_every=500)

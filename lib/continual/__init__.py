@@ -5,8 +5,9 @@ Modules:
   constant feature), the memory pytree, the replay loss, and the linear-regression
   K-prior with its exact eigen-memory (spec oracle 1).
 - `memory`: the PPCA-EM memory update read from the official code
-  (un-normalised scatter, clamped beta, un-transform with the previous vectors)
-  and the memory initialisations (class-balanced random points, largest beta).
+  (un-normalised scatter, clamped beta, un-transform with the previous vectors),
+  the memory initialisations (class-balanced random points, largest beta) and
+  the distance of a memory from the EM's fixed point (`fixed_point_gap`).
 - `data`: the four-moons and Split-digits task sequences and a user's own
   feature file (.npz), with one-line errors for bad input.
 
@@ -33,7 +34,12 @@ from lib.continual.kprior import kprior_linear
 from lib.continual.kprior import replay_loss
 from lib.continual.kprior import soft_cross_entropy
 from lib.continual.kprior import task_loss
+from lib.continual.memory import BETA_CLAMPS
+from lib.continual.memory import FixedPointGap
 from lib.continual.memory import beta
+from lib.continual.memory import data_beta
+from lib.continual.memory import fixed_point_gap
+from lib.continual.memory import memory_beta
 from lib.continual.memory import observed_rows
 from lib.continual.memory import ppca_em_step
 from lib.continual.memory import refine

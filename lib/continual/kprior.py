@@ -50,9 +50,14 @@ def soft_cross_entropy(theta, u, p_old):
   return -jnp.sum(p_old * jax.nn.log_softmax(u @ theta, axis=-1), axis=-1)
 
 
-def kprior(theta, theta_old, memory: Memory, delta):
-  """K_t(theta) = (delta/2)||theta - theta_old||^2 + sum_k w_k CE(p_old, p)."""
-  reg = 0.5 * delta * jnp.sum((theta - theta_old) ** 2)
+def kprior(theta, theta_old, memory: Memory, delta, center=None):
+  """K_t(theta) = (delta/2)||theta - center||^2 + sum_k w_k CE(p_old, p).
+
+  `center` defaults to theta_old (the K-prior). The official "K-prior with
+  random points" baseline pulls its L2 term towards 0 instead (center 0).
+  """
+  center = theta_old if center is None else center
+  reg = 0.5 * delta * jnp.sum((theta - center) ** 2)
   if memory.u.shape[0] == 0:
     return reg
   p_old = jax.nn.softmax(memory.u @ jax.lax.stop_gradient(theta_old), axis=-1)

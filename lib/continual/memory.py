@@ -5,8 +5,11 @@ After training on task t (model theta), the memory is rebuilt by PPCA-EM
 
 1. Observed rows X: sqrt(beta(x_i)) x_i for the new task's inputs, and
    sqrt(w_k) sqrt(beta(u_k)) u_k for the existing memory, with
-   beta(x) = sum_c p_c (1 - p_c), p = softmax(theta^T x) clamped to
-   [eps, 1 - eps] (eps = 1e-4), all at the current theta.
+   beta(x) = sum_c p_c (1 - p_c), p = softmax(theta^T x), all at the
+   current theta. Two clamps (`BETA_CLAMPS`, eps = 1e-4): "probs", the
+   Split-CIFAR script's, clips p to [eps, 1 - eps] for every row; "memory",
+   the four-moons notebook's, leaves the new data's beta alone and floors
+   only the memory's, beta(u) >= eps (there and in the un-transform).
 2. Learnable vectors: the old memory plus K_new fresh vectors (weight 1), so
    the memory grows by K_new per task. Tilde form W = sqrt(w) sqrt(beta(u)) u.
 3. EM iterations with noise variance sigma^2 (`emnoise`):
@@ -23,17 +26,47 @@ U_K^T, the rank-K truncated Hessian: Hessian matching (spec oracle 3).
 Jung et al., "How to Train Your Compact Memory", NeurIPS 2025.
 """
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lib.continual.kprior import Memory
+from lib.core import errors
+
+# How beta is kept off zero: "probs" (Split-CIFAR script: p in [eps, 1 - eps]
+# for data and memory) or "memory" (four-moons notebook: beta(u) >= eps for
+# the memory only, the new data's beta unclamped).
+BETA_CLAMPS = ("probs", "memory")
 
 
 def beta(theta, x, eps: float = 1e-4):
   """Scalar Hessian factor per row: sum_c p_c (1 - p_c), p clamped to [eps, 1-eps]."""
   p = jnp.clip(jax.nn.softmax(x @ theta, axis=-1), eps, 1.0 - eps)
   return jnp.sum(p * (1.0 - p), axis=-1)
+
+
+def data_beta(theta, x, eps: float = 1e-4, clamp: str = "probs"):
+  """beta of the new task's rows under `clamp` (see `BETA_CLAMPS`)."""
+  _check_clamp(clamp)
+  return beta(theta, x, eps if clamp == "probs" else 0.0)
+
+
+def memory_beta(theta, u, eps: float = 1e-4, clamp: str = "probs"):
+  """beta of memory vectors under `clamp` (see `BETA_CLAMPS`)."""
+  _check_clamp(clamp)
+  if clamp == "probs":
+    return beta(theta, u, eps)
+  return jnp.maximum(beta(theta, u, 0.0), eps)
+
+
+def _check_clamp(clamp: str) -> None:
+  errors.check(
+    clamp in BETA_CLAMPS,
+    errors.ConfigError,
+    f"unknown beta clamp {clamp!r}; one of {BETA_CLAMPS}",
+  )
 
 
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
@@ -48,10 +81,13 @@ def ppca_em_step(w, x, noise, jitter: float = 1e-6):
   return jnp.linalg.solve(b, (x @ m.T).T).T
 
 
-def observed_rows(theta, x_new, memory: Memory, eps: float = 1e-4):
+def observed_rows(
+  theta, x_new, memory: Memory, eps: float = 1e-4, clamp: str = "probs"
+):
   """X as rows [N + M, d]: sqrt(beta) x for new data, sqrt(w beta) u for memory."""
-  new = jnp.sqrt(beta(theta, x_new, eps))[:, None] * x_new
-  old = jnp.sqrt(memory.w * beta(theta, memory.u, eps))[:, None] * memory.u
+  new = jnp.sqrt(data_beta(theta, x_new, eps, clamp))[:, None] * x_new
+  b_old = memory_beta(theta, memory.u, eps, clamp)
+  old = jnp.sqrt(memory.w * b_old)[:, None] * memory.u
   return jnp.concatenate([new, old], axis=0)
 
 
@@ -66,6 +102,7 @@ def update_memory(
   noise: float = 1e-4,
   eps: float = 1e-4,
   jitter: float = 1e-6,
+  clamp: str = "probs",
 ) -> Memory:
   """The memory after a task: old memory + init vectors, refined by PPCA-EM.
 
@@ -77,19 +114,27 @@ def update_memory(
     init_w: their starting weights (default 1). A 0 marks a padding slot,
       which EM leaves at weight 0 (its W column stays exactly 0).
     iters: EM iterations (`nmemupdate`); a plain jitted `fori_loop`.
-    noise: sigma^2 (`emnoise`, default 1e-4); eps: the softmax clamp.
+    noise: sigma^2 (`emnoise`, default 1e-4); eps, clamp: beta's clamp
+      (`BETA_CLAMPS`).
 
   Returns:
     Memory of M + K_new vectors: unit u (slots of weight 0 keep their
     vector) and weights w = squared column norms.
   """
-  obs = observed_rows(theta, x_new, memory, eps)
+  obs = observed_rows(theta, x_new, memory, eps, clamp)
   if init_w is None:
     init_w = jnp.ones(init_u.shape[:1], init_u.dtype)
   u = jnp.concatenate([memory.u, init_u.astype(memory.u.dtype)], axis=0)
   w = jnp.concatenate([memory.w, init_w.astype(memory.w.dtype)], axis=0)
   return refine(
-    theta, obs, Memory(u, w), iters=iters, noise=noise, eps=eps, jitter=jitter
+    theta,
+    obs,
+    Memory(u, w),
+    iters=iters,
+    noise=noise,
+    eps=eps,
+    jitter=jitter,
+    clamp=clamp,
   )
 
 
@@ -102,6 +147,7 @@ def refine(
   noise: float = 1e-4,
   eps: float = 1e-4,
   jitter: float = 1e-6,
+  clamp: str = "probs",
 ) -> Memory:
   """`iters` PPCA-EM steps of the learnable memory against observed rows.
 
@@ -114,7 +160,8 @@ def refine(
 
   def body(_, carry):
     u, w = carry
-    b = jnp.sqrt(beta(theta, u, eps))  # at the previous u (the code's order)
+    # beta at the previous u (the code's order)
+    b = jnp.sqrt(memory_beta(theta, u, eps, clamp))
     cols = (jnp.sqrt(w) * b)[:, None] * u
     new = ppca_em_step(cols.T, x, noise, jitter).T / b[:, None]
     norm = jnp.linalg.norm(new, axis=-1)
@@ -124,6 +171,56 @@ def refine(
 
   u, w = jax.lax.fori_loop(0, iters, body, (memory.u, memory.w))
   return Memory(u, w)
+
+
+class FixedPointGap(NamedTuple):
+  """How far a memory is from PPCA-EM's fixed point (Hessian matching).
+
+  max_angle: the largest principal angle (radians) between span(W) and the
+    top-K eigenvectors U_K of C = X^T X; scale: trace(W^T W) /
+    trace(Lambda_K - sigma^2)_+, 1 at the fixed point; rel_error:
+    ||W W^T - U_K (Lambda_K - sigma^2)_+ U_K^T||_F / ||the same target||_F.
+  """
+
+  max_angle: jax.Array
+  scale: jax.Array
+  rel_error: jax.Array
+
+
+def fixed_point_gap(scatter, cols, noise) -> FixedPointGap:
+  """Compares tilde memory rows with the truncated eigendecomposition of C.
+
+  The code's PPCA-EM (beta held fixed) converges to W W^T =
+  U_K (Lambda_K(C) - sigma^2 I) U_K^T, C = X^T X (module docstring); this
+  measures how far a memory is from it. Jittable: K = the number of non-zero
+  rows of `cols` (empty slots are zero rows), capped at d; the K rows are
+  assumed linearly independent.
+
+  Args:
+    scatter: C = X^T X [d, d] of the observed rows X (`observed_rows`).
+    cols: the memory's tilde rows sqrt(w_k beta(u_k)) u_k [M, d].
+    noise: sigma^2.
+  """
+  d = scatter.shape[0]
+  lam, vecs = jnp.linalg.eigh(scatter)
+  lam, vecs = lam[::-1], vecs[:, ::-1]  # descending
+  k = jnp.minimum(jnp.sum(jnp.any(cols != 0, axis=1)), d)
+  top = (jnp.arange(d) < k).astype(scatter.dtype)
+  gain = jnp.maximum(lam - noise, 0.0) * top
+  target = (vecs * gain) @ vecs.T
+  ww = cols.T @ cols
+  # span(W): the top-K eigenvectors of W W^T; sin of the largest principal
+  # angle = ||(I - U_K U_K^T) Q_W||_2 (accurate for small angles).
+  _, q = jnp.linalg.eigh(ww)
+  q = q[:, ::-1] * top
+  u_k = vecs * top
+  resid = q - u_k @ (u_k.T @ q)
+  sin_max = jnp.linalg.norm(resid, ord=2)
+  return FixedPointGap(
+    max_angle=jnp.arcsin(jnp.minimum(sin_max, 1.0)),
+    scale=jnp.trace(ww) / jnp.sum(gain),
+    rel_error=jnp.linalg.norm(ww - target) / jnp.linalg.norm(target),
+  )
 
 
 def select_balanced(rng: np.random.Generator, y, k: int) -> np.ndarray:

@@ -32,20 +32,28 @@ def test_smoke_results_and_figures(smoke):
     res = r[name]
     assert res["finite"]
     assert 0 < res["batch"]["mean"] <= 1
-    for method in ("replay", "random_kprior", "compact"):
+    for method in compact_memory.SEQUENTIAL:
       for k in sizes:
         band = res[method][f"m{k}"]
         assert 0 <= band["mean"] <= 1 and len(band["seeds"]) == 2
         assert np.isfinite(band["lo"]) and np.isfinite(band["hi"])
-    for key in ("compact_minus_replay", "compact_minus_random"):
+    for key in (
+      "compact_minus_replay",
+      "compact_minus_random",
+      "compact_minus_random_anchored",
+    ):
       assert np.isfinite(res["smallest"][key]["mean"])
+    for k in sizes:  # the EM moves the memory towards its fixed point
+      gap = res["em_fixed_point"][f"m{k}"]
+      assert np.isfinite(gap["end_scale"]["mean"])
+      assert 0 <= gap["end_max_angle_deg"]["max"] <= 90
   # Memory % : K (T - 1) / N(tasks 1..T-1); digits tasks hold ~252 points.
   assert r["digits"]["memory_pct"]["m2"] == pytest.approx(100 * 8 / 1010)
   for fig in ("accuracy_vs_memory.png", "moons_boundaries.png"):
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
   with open(os.path.join(workdir, "results.json")) as f:
     assert json.load(f)["digits"]["compact"]["m5"]["mean"] > 0
-  # One metrics row per run (2 seeds x (3 methods x 2 sizes) + 2 batch).
+  # One metrics row per run (2 seeds x (4 methods x 2 sizes) + 2 batch).
   rows = [
     json.loads(line)
     for line in open(os.path.join(workdir, "digits", "metrics.jsonl"))
@@ -54,6 +62,16 @@ def test_smoke_results_and_figures(smoke):
     "compact/m5/seed1",
     "batch/seed0",
   }
+
+
+def test_each_dataset_follows_its_official_script():
+  # Four moons: the notebook (14 vectors per task, only the memory's beta
+  # clamped); Split-digits: the Split-CIFAR script (p clamped for every row).
+  config = config_lib.get_config("quick")
+  assert 14 in config.moons.memory_sizes
+  assert config.moons.beta_clamp == "memory"
+  assert config.digits.beta_clamp == "probs"
+  assert {"random_kprior", "random_kprior_anchored"} <= set(config.methods)
 
 
 def _write(path, features, labels, task_ids):

@@ -136,3 +136,12 @@ def test_kprior_without_memory_is_l2_and_soft_ce_matches_dense():
   np.testing.assert_allclose(
     continual.kprior(theta, old, mem, 0.2), dense, rtol=1e-12
   )
+  # The official "K-prior with random points": the same soft CE, L2 to 0.
+  to_zero = dense + 0.1 * np.sum(
+    np.asarray(theta) ** 2 - np.asarray(theta - old) ** 2
+  )
+  np.testing.assert_allclose(
+    continual.kprior(theta, old, mem, 0.2, center=jnp.zeros_like(theta)),
+    to_zero,
+    rtol=1e-12,
+  )

@@ -160,3 +160,45 @@ def test_select_balanced_counts():
     assert len(idx) == len(set(idx)) == k
     counts = np.bincount(y[idx], minlength=8)[[3, 7]]
     assert abs(int(counts[0]) - int(counts[1])) <= 1
+
+
+def test_fixed_point_gap_on_planted_memories():
+  """Analytic cases: C = diag(9, 4, 1, .25, .01), sigma^2 = .01, K = 2.
+
+  The fixed point is diag(8.99, 3.99, 0, 0, 0): any rotation of its square
+  root has gap (0, 1, 0); twice it has scale 4 and error 3; a second vector
+  tilted by phi from e_2 towards e_3 has largest principal angle phi.
+  """
+  lam, noise = np.array([9.0, 4.0, 1.0, 0.25, 0.01]), 0.01
+  obs = np.diag(np.sqrt(lam))  # rows sqrt(lam_i) e_i
+  scatter = jnp.asarray(obs.T @ obs)
+  root = np.diag(np.sqrt(lam[:2] - noise)) @ np.eye(5)[:2]  # [2, d]
+  c, s = np.cos(0.3), np.sin(0.3)
+  rotated = np.array([[c, -s], [s, c]]) @ root
+  pad = np.zeros((3, 5))  # empty slots do not count towards K
+  gap = continual.fixed_point_gap(
+    scatter, jnp.asarray(np.r_[rotated, pad]), noise
+  )
+  np.testing.assert_allclose(gap, (0.0, 1.0, 0.0), atol=1e-12)
+  gap = continual.fixed_point_gap(scatter, jnp.asarray(2 * rotated), noise)
+  np.testing.assert_allclose(gap, (0.0, 4.0, 3.0), atol=1e-12)
+  phi = 1e-3
+  tilted = np.array([[1.0, 0, 0, 0, 0], [0, np.cos(phi), np.sin(phi), 0, 0]])
+  gap = continual.fixed_point_gap(scatter, jnp.asarray(tilted), noise)
+  np.testing.assert_allclose(gap.max_angle, phi, rtol=1e-9)
+  np.testing.assert_allclose(gap.scale, 2.0 / (8.99 + 3.99), rtol=1e-12)
+
+
+@pytest.mark.parametrize("clamp", ["probs", "memory"])
+def test_beta_clamps(clamp):
+  # theta makes p = (1 - 1e-6, 1e-6) on x_far: beta = 2 p (1 - p) ~ 2e-6.
+  theta = jnp.asarray([[0.0, 0.0], [np.log(1e6) / 2, -np.log(1e6) / 2]])
+  x_far = jnp.asarray([[0.0, 1.0]])
+  raw = 2 * 1e-6 * (1 - 1e-6) / (1 + 1e-6) ** 2
+  clipped = 2 * 1e-4 * (1 - 1e-4)
+  data = continual.data_beta(theta, x_far, 1e-4, clamp)
+  mem = continual.memory_beta(theta, x_far, 1e-4, clamp)
+  if clamp == "probs":  # Split-CIFAR script: p clipped for every row
+    np.testing.assert_allclose([data[0], mem[0]], [clipped, clipped])
+  else:  # four-moons notebook: only the memory's beta, floored at 1e-4
+    np.testing.assert_allclose([data[0], mem[0]], [raw, 1e-4], rtol=1e-6)
