@@ -570,7 +570,7 @@ def figures(workdir, config, summary) -> None:
         color=color,
         ms=4,
         capsize=2,
-        label=f"Q*, {which} value{'s' if which == 'mean' else ''}",
+        label="Q*, mean over values" if which == "mean" else "Q*, worst value",
       )
       fit = fit_law(ks, mean)  # the two laws on the seed-mean Q*
       if np.isfinite(fit["b"]):
