@@ -1,12 +1,14 @@
-r"""DPO with diverse values: last-layer DPO on K value clusters, Q pairs each.
+r"""DPO with diverse values: last-layer DPO on K values, Q pairs per cluster.
 
 Run (the CPU reproduction, < 1 min on 2 cores):
   python -m experiments.dpo_diversity --config configs/dpo_diversity.py:quick \
     --workdir runs/dpo_diversity
-Variants: (default) 10 seeds; quick: 5 seeds (what the reproduce report runs);
-  add ',llama' for the second mode (embeddings of the tiny Llama trained on a
-  concept-token task instead of Gaussian clusters); add ',smoke' for a
-  seconds-long run.
+Variants: (default) 10 seeds; quick: 5 seeds (what the reproduce report runs).
+Flags: ',shared' for the shared-token setting (one Yes/No token pair for
+  every value, as the official code's empirical setup with real LLM
+  embeddings; the earlier simulation of this repo); ',llama' for that
+  setting on embeddings of the tiny Llama trained on a concept-token task
+  instead of Gaussian clusters; ',smoke' for a seconds-long run.
 """
 
 import ml_collections
@@ -15,13 +17,21 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, variant="paper", smoke=False, llama=False)
+  arg = common.parse_arg(
+    arg, variant="paper", smoke=False, llama=False, shared=False
+  )
   common.check_variant(arg.variant, ("paper", "quick"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
-  # Synthetic value clusters (spec: extended_papers.md 4): g = mu_k + b nu_k
-  # + noise eps, |mu_k| = mean_scale, nu_k unit _|_ mu_k; V = 2 tokens.
-  config.num_clusters = (1, 2, 4, 8, 16, 32)  # K
+  # "paper": the theorems' data model (spec: extended_papers.md 4,
+  # "Correction"; Sec. 3, Lemma 4.1, Thm 4.2/4.3, App. B): value k has its
+  # own token pair (2k, 2k+1), V = 2K; embeddings N(+-c_k + b, noise^2 I),
+  # c_k orthonormal, b = offset e_1; Q pairs of each sign per value.
+  # "shared_tokens": one Yes/No pair (V = 2) for every value, g = mu_k +
+  # b nu_k + noise eps with |mu_k| = mean_scale, nu_k unit _|_ mu_k.
+  config.data_model = "paper"
+  config.num_clusters = (1, 2, 4, 8, 16, 32)  # K values
+  # Q: pairs per cluster (the paper model has 2 clusters, 2Q pairs, a value).
   config.per_cluster = (
     1,
     2,
@@ -40,26 +50,37 @@ def get_config(arg=None):
     192,
     256,
   )
-  config.dim = 256  # embedding width d (d = 64 crowds 32 clusters: ours)
-  config.vocab = 2  # Yes / No
-  config.mean_scale = 3.0
-  config.noise = 0.3
+  config.dim = 64  # embedding width d (>= K + 1 in the paper model)
+  config.offset = 0.25  # l_b of the shared offset b (paper: [1/4, 1/2])
+  # v = 0.5: a value's Bayes accuracy is Phi(|c_k| / v) = Phi(2) = 0.977, so
+  # accuracy stays below 1 (the theorems' v <= 1/(32 sqrt Q) would make every
+  # run perfectly accurate and Q* meaningless).
+  config.noise = 0.5
+  config.mean_scale = 3.0  # |mu_k|, shared_tokens only
+  # Test pairs per cluster (shared_tokens and llama; the paper model's test
+  # accuracy is exact: Phi of the margin's mean over its spread).
   config.test_per_cluster = 100
   config.ref_scale = 0.01  # W_ref ~ N(0, ref_scale^2)
-  config.beta = 0.1  # DPO beta
+  config.beta = 0.1  # DPO beta (in the paper model it only sets time units)
   config.loss = "dpo"  # dpo | ipo | slic
-  # Full-batch optimizers of W at a fixed number of steps T (num_steps).
-  config.optimizers = ("gd", "adam")
-  config.gd_lr = 100.0  # the mean DPO gradient is O(beta / 2)
+  config.optimizers = ("gd", "adam")  # full-batch, on the mean loss
+  config.gd_lr = 100.0  # lr beta^2 = 1: the margins' time unit
   config.adam_lr = 0.01
-  config.target_accuracy = 0.75  # Q*(K): smallest Q reaching it (interpolated)
-  config.fixed_q = 16  # Q of the "accuracy non-increasing in K" claim
+  # T = train.num_steps * K when True (the paper's tau_1 proportional to K:
+  # the mean loss over 2KQ pairs gives each value 1/K of every GD step), else
+  # T = train.num_steps for every K.
+  config.time_grows_with_k = True
+  # Q*: the smallest Q (interpolated on log Q) whose accuracy reaches it, for
+  # the mean over values and for the worst value.
+  config.target_accuracy = 0.9
+  config.fixed_q = 16  # Q of the accuracy-at-fixed-Q summaries
   config.seeds = 10
   config.train = common.train_config(
-    num_steps=200, log_every=100, checkpoint_every=200, eval_every=0
+    num_steps=25, log_every=25, checkpoint_every=25, eval_every=0
   )
-  # Where the embeddings g come from: "synthetic" (Gaussian value clusters)
-  # or "llama" (the tiny Llama's last hidden state on the concept task).
+  # Where the embeddings g come from: "synthetic" (Gaussian clusters) or
+  # "llama" (the tiny Llama's last hidden state on the concept task; shared
+  # tokens).
   config.embeddings = "synthetic"
   config.llama = dict(
     d_model=64,
@@ -74,6 +95,15 @@ def get_config(arg=None):
     batch_size=64,
     lr=3e-3,
   )
+  if arg.shared or arg.llama:
+    # The earlier simulation, unchanged: V = 2, d = 256 (d = 64 crowds 32
+    # clusters), noise 0.3, a fixed T = 200, empirical test accuracy, 0.75.
+    config.data_model = "shared_tokens"
+    config.dim = 256
+    config.noise = 0.3
+    config.time_grows_with_k = False
+    config.target_accuracy = 0.75
+    config.train.update(num_steps=200, log_every=100, checkpoint_every=200)
   if arg.llama:
     config.embeddings = "llama"
     config.dim = config.llama.d_model
@@ -88,5 +118,8 @@ def get_config(arg=None):
     config.dim = 16
     config.test_per_cluster = 20
     config.seeds = 2
-    config.train.update(num_steps=6, log_every=3, checkpoint_every=3)
+    if config.time_grows_with_k:
+      config.train.update(num_steps=3, log_every=3, checkpoint_every=3)
+    else:
+      config.train.update(num_steps=6, log_every=3, checkpoint_every=3)
   return common.lock(config)

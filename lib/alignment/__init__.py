@@ -5,8 +5,9 @@ Modules:
   (logits = W g(x), frozen g, reference head W_ref), reward margins through
   log-softmax and through the exact single-token identity, and the exact
   one-step GD margin update.
-- `data`: synthetic value clusters (K concepts, Q pairs each), and the
-  concept-token task whose LM embeddings form the second mode.
+- `data`: the paper's value clusters (K values, a token pair each, clusters
+  +-c_k + b), the earlier shared-token clusters, and the concept-token task
+  whose LM embeddings form the Llama mode.
 
 Reference: Im & Li, "Can DPO Learn Diverse Human Values? A Theoretical Scaling
 Law", NeurIPS 2025 (arXiv 2408.03459); official code shawn-im/dpo-diverse.
@@ -17,6 +18,8 @@ from lib.alignment.data import concept_sequences
 from lib.alignment.data import concept_world
 from lib.alignment.data import first_q_mask
 from lib.alignment.data import sample_pairs
+from lib.alignment.data import value_directions
+from lib.alignment.data import value_pairs
 from lib.alignment.dpo import LOSSES
 from lib.alignment.dpo import check_beta
 from lib.alignment.dpo import check_pairs
@@ -25,6 +28,9 @@ from lib.alignment.dpo import gd_margin_update
 from lib.alignment.dpo import log_ratio_difference
 from lib.alignment.dpo import loss
 from lib.alignment.dpo import margins
+from lib.alignment.dpo import mean_loss
+from lib.alignment.dpo import population_accuracy
 from lib.alignment.dpo import preference_loss
 from lib.alignment.dpo import reward_accuracy
 from lib.alignment.dpo import token_logprobs
+from lib.alignment.dpo import value_block_margins

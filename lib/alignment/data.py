@@ -1,14 +1,23 @@
-"""Synthetic value clusters for last-layer DPO (Im & Li, NeurIPS 2025, Sec. 3).
+"""Synthetic value clusters for last-layer DPO (Im & Li, NeurIPS 2025).
 
-K "values" (concepts), each a Gaussian cluster of frozen embeddings: cluster
-k has a mean mu_k (a random unit vector times `mean_scale`) and a preference
-direction nu_k (unit, orthogonal to mu_k); a sample is
+The paper's data model (Sec. 3, Lemma 4.1, Thm 4.2/4.3, App. B; spec:
+extended_papers.md 4, "Correction"): K values, value k with its own response
+tokens (2k preferred over 2k+1 on one side, the reverse on the other; V = 2K,
+so no token is shared by two values), and embeddings in two clusters per value
 
-  g = mu_k + b nu_k + noise * eps,   b = +-1,
+  g ~ N(s c_k + b, v^2 I),   s = +-1 (balanced: Q pairs of each sign),
 
-and b decides which of two tokens ("Yes" = 0, "No" = 1) is preferred. The
-other V - 2 tokens are distractors no pair uses. This is the paper's model of
-diverse preferences as a mixture of clusters (spec: extended_papers.md 4).
+with c_k orthonormal and a shared offset b = l_b e_1 (`value_directions`,
+`value_pairs`). With distinct tokens the values decouple: one GD step on
+value k's pairs leaves every other value's margins unchanged.
+
+The earlier simulation, kept as the "shared_tokens" mode of the experiment
+(one Yes/No pair for every value, as the official code's empirical setup
+with real LLM embeddings): cluster k has a mean mu_k (a random unit vector
+times `mean_scale`) and a preference direction nu_k (unit, _|_ mu_k); a
+sample is g = mu_k + b nu_k + noise * eps, b = +-1, and b decides which of
+the two tokens ("Yes" = 0, "No" = 1) is preferred (`cluster_geometry`,
+`sample_pairs`).
 """
 
 import jax
@@ -54,6 +63,61 @@ def sample_pairs(key, mu, nu, per_cluster: int, noise: float = 0.5):
     "y_w": flat(y_w),
     "y_l": flat(1 - y_w),
     "cluster": flat(cluster),
+  }
+
+
+def value_directions(key, num_values: int, dim: int, offset: float = 0.25):
+  """The paper's geometry: orthonormal c [K, d] and the offset b [d] = l_b e_1.
+
+  c_k are a uniformly random orthonormal set in the span of e_2 .. e_d, so
+  they are also orthogonal to b (our choice: the two clusters of a value
+  then sit symmetrically about the separating direction c_k, and the Bayes
+  accuracy of a value is Phi(1 / noise)). Needs d >= K + 1. The theorems
+  take l_b in [1/4, 1/2].
+  """
+  errors.check(
+    num_values >= 1 and dim >= num_values + 1,
+    errors.ConfigError,
+    f"{num_values} orthonormal value directions beside the offset need "
+    f"width >= {num_values + 1}, got d={dim}",
+  )
+  basis, _ = jnp.linalg.qr(jax.random.normal(key, (dim - 1, num_values)))
+  c = jnp.concatenate([jnp.zeros((num_values, 1)), basis.T], axis=1)
+  b = jnp.zeros((dim,)).at[0].set(offset)
+  return c, b
+
+
+def value_pairs(
+  key, c, b, per_value: int, noise: float, shared_tokens: bool = False
+):
+  """2Q pairs per value of the paper's model: g [K*2Q, d], y_w, y_l, sign,
+  cluster (the value k of each pair).
+
+  Value k's pairs alternate signs s = +1, -1, +1, ...: g ~ N(s c_k + b,
+  noise^2 I); s = +1 prefers token 2k over 2k+1, s = -1 the reverse. Rows are
+  value-major (value k owns rows 2kQ .. 2kQ + 2Q - 1), so the first 2q rows
+  of each block hold q pairs of each sign, a nested subset of the Q drawn
+  (`first_q_mask(K, 2Q, 2q)`). `shared_tokens`: every value uses tokens 0/1
+  instead (V = 2), the setting the paper's theorems exclude. noise = 0 gives
+  the cluster means themselves (the inputs of `population_accuracy`).
+  """
+  num_values, dim = c.shape
+  sign = jnp.tile(jnp.array([1.0, -1.0], c.dtype), per_value)  # [2Q]
+  eps = jax.random.normal(key, (num_values, 2 * per_value, dim), c.dtype)
+  g = sign[None, :, None] * c[:, None] + b + noise * eps
+  value = jnp.broadcast_to(
+    jnp.arange(num_values)[:, None], (num_values, 2 * per_value)
+  )
+  first = 0 * value if shared_tokens else 2 * value
+  y_w = (first + (sign < 0)).astype(jnp.int32)
+  y_l = (first + (sign > 0)).astype(jnp.int32)
+  flat = lambda a: a.reshape((num_values * 2 * per_value,) + a.shape[2:])
+  return {
+    "g": flat(g),
+    "y_w": flat(y_w),
+    "y_l": flat(y_l),
+    "sign": flat(jnp.broadcast_to(sign, value.shape)),
+    "cluster": flat(value),
   }
 
 

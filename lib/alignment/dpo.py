@@ -21,11 +21,15 @@ exactly by
 (the discrete form of the paper's trajectory analysis; exact for GD, not for
 Adam). `margins` computes r through log-softmax (what a model gives),
 `closed_form_margins` through the identity, `gd_margin_update` the step.
+When every value has its own token pair (the paper's model, <e_j, e_i> = 0
+across values) the sum runs over the pairs of j's own value only: the
+preference-sharing term between values is exactly zero.
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import ndtr
 
 from lib.core import errors
 
@@ -119,13 +123,33 @@ def closed_form_margins(w, w_ref, g, y_w, y_l, beta):
   return beta * jnp.sum((dw[y_w] - dw[y_l]) * g, axis=-1)
 
 
-def loss(w, w_ref, g, y_w, y_l, beta, kind: str = "dpo", mask=None):
-  """Mean preference loss over the pairs (mask: weights, e.g. padding 0/1)."""
-  r = margins(w, w_ref, g, y_w, y_l, beta)
+def value_block_margins(w, w_ref, g, sign, beta):
+  """Margins when value k owns tokens (2k, 2k+1): g [K, M, d], sign [K, M].
+
+  The layout of the paper's data model (`data.value_pairs` reshaped to
+  [K, 2Q, d]): sign +1 prefers token 2k over 2k+1, -1 the reverse, so by the
+  margin identity r = beta s delta_k^T g with delta_k = (W - W_ref)[2k] -
+  (W - W_ref)[2k+1]. The same numbers as `closed_form_margins` on the
+  flattened pairs, without its gathers: the gradient is then a dense product
+  instead of a scatter-add (~40x faster on CPU at K = 32, 2Q = 256).
+  """
+  num_values, _, dim = g.shape
+  dw = (w - w_ref).reshape(num_values, 2, dim)
+  delta = dw[:, 0] - dw[:, 1]
+  return beta * sign * jnp.einsum("kmd,kd->km", g, delta)
+
+
+def mean_loss(r, beta, kind: str = "dpo", mask=None):
+  """Mean preference loss of margins r (mask: weights, e.g. padding 0/1)."""
   per = preference_loss(r / beta, beta, kind)
   if mask is None:
     return jnp.mean(per)
   return jnp.sum(mask * per) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def loss(w, w_ref, g, y_w, y_l, beta, kind: str = "dpo", mask=None):
+  """Mean preference loss over the pairs (mask: weights, e.g. padding 0/1)."""
+  return mean_loss(margins(w, w_ref, g, y_w, y_l, beta), beta, kind, mask)
 
 
 def gd_margin_update(r, g, y_w, y_l, beta, lr, vocab: int):
@@ -136,6 +160,28 @@ def gd_margin_update(r, g, y_w, y_l, beta, lr, vocab: int):
   e = jax.nn.one_hot(y_w, vocab) - jax.nn.one_hot(y_l, vocab)
   kernel = (e @ e.T) * (g @ g.T)
   return lr * beta**2 / r.shape[0] * kernel @ jax.nn.sigmoid(-r)
+
+
+def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
+  """Exact P(r > 0) for g ~ N(mean, noise^2 I), per row of `mean` [N, d].
+
+  By the margin identity r = beta delta^T g with delta = (W - W_ref)[y_w] -
+  (W - W_ref)[y_l], so r ~ N(beta delta^T mean, beta^2 noise^2 |delta|^2) and
+
+    P(r > 0) = Phi(delta^T mean / (noise |delta|))
+
+  for any beta > 0: the test accuracy of a Gaussian cluster without test-set
+  sampling noise (the paper's test error is this expectation). delta = 0
+  gives r = 0, never > 0: accuracy 0, as `reward_accuracy` counts it.
+  """
+  dw = w - w_ref
+  delta = dw[y_w] - dw[y_l]
+  norm = jnp.linalg.norm(delta, axis=-1)
+  mean_margin = jnp.sum(delta * mean, axis=-1)
+  if noise == 0:
+    return (mean_margin > 0).astype(mean.dtype)
+  z = mean_margin / (noise * jnp.where(norm > 0, norm, 1.0))
+  return jnp.where(norm > 0, ndtr(z), 0.0)
 
 
 def reward_accuracy(w, w_ref, g, y_w, y_l, beta, mask=None):

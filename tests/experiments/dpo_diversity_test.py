@@ -13,22 +13,40 @@ from experiments.claims import dpo_diversity as claims
 from lib.core import errors
 
 
-def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
-  config = config_lib.get_config("quick,smoke")
+@pytest.mark.parametrize("flags", ["quick,smoke", "quick,shared,smoke"])
+def test_smoke_results_figures_and_claim_keys(flags, tmp_path, fast_compile):
+  config = config_lib.get_config(flags)
+  if "shared" in flags:  # the earlier setting's path; GD alone is enough.
+    with config.unlocked():
+      config.optimizers = ("gd",)
   r = ex.run(config, str(tmp_path))
-  assert r["finite"]
+  assert r["finite"] and r["setting"]["data_model"] == config.data_model
   for opt in config.optimizers:
-    acc = r[opt]["accuracy_mean"]
-    assert set(acc) == {f"K{k}" for k in config.num_clusters}
-    assert all(0.0 <= a <= 1.0 for v in acc.values() for a in v)
-  for name in ("accuracy_vs_q.png", "qstar_vs_logk.png", "results.json"):
+    mean, worst = r[opt]["mean"]["accuracy"], r[opt]["worst"]["accuracy"]
+    assert set(mean) == set(worst) == {f"K{k}" for k in config.num_clusters}
+    for k in mean:
+      assert all(0.0 <= w <= m <= 1.0 for m, w in zip(mean[k], worst[k]))
+    assert mean["K1"] == worst["K1"]  # one value: its mean is its worst
+  for name in ("accuracy_vs_q.png", "qstar_vs_k.png", "results.json"):
     assert os.path.exists(tmp_path / name)
   with open(tmp_path / "results.json") as f:
     saved = json.load(f)
   for c in claims.CLAIMS:  # every claim's key exists in the results
+    if c.metric.split(".")[0] not in config.optimizers:
+      continue
     node = saved
     for part in c.metric.split("."):
       node = node[part]
+
+
+def test_paper_model_is_the_default_and_time_grows_with_k():
+  paper = config_lib.get_config("quick")
+  shared = config_lib.get_config("quick,shared")
+  assert paper.data_model == "paper" and shared.data_model == "shared_tokens"
+  assert [ex.vocab_size(paper, k) for k in (1, 32)] == [2, 64]
+  assert ex.vocab_size(shared, 32) == 2
+  assert ex.steps(paper, 32) == 32 * ex.steps(paper, 1)
+  assert ex.steps(shared, 32) == ex.steps(shared, 1)
 
 
 def test_q_star_interpolates_on_log_q():
@@ -59,6 +77,8 @@ def test_fit_law_recovers_exact_laws():
     ("fixed_q", 3, "config.fixed_q"),
     ("loss", "kto", "config.loss"),
     ("per_cluster", (4, 2), "strictly increasing"),
+    ("data_model", "mixed", "config.data_model"),
+    ("dim", 4, "config.dim=4"),
   ],
 )
 def test_config_errors_name_the_key(key, value, match):
@@ -76,7 +96,7 @@ def test_llama_embedding_mode_runs_the_same_sweep(tmp_path, fast_compile):
   assert r["finite"] and r["setting"]["embeddings"] == "llama"
   assert os.path.exists(tmp_path / "concept_lm" / "metrics.jsonl")
   for opt in config.optimizers:
-    assert set(r[opt]["accuracy_mean"]) == {
+    assert set(r[opt]["mean"]["accuracy"]) == {
       f"K{k}" for k in config.num_clusters
     }
 
@@ -86,4 +106,9 @@ def test_llama_mode_width_mismatch_names_the_keys():
   with config.unlocked():
     config.dim = config.llama.d_model + 1
   with pytest.raises(errors.ConfigError, match="config.llama.d_model"):
+    ex.check_config(config)
+  with config.unlocked():
+    config.dim = config.llama.d_model
+    config.data_model = "paper"
+  with pytest.raises(errors.ConfigError, match="shared_tokens"):
     ex.check_config(config)

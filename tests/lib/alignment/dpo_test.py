@@ -146,3 +146,109 @@ def test_concept_sequences_carry_concept_and_stance():
     assert set(np.asarray(pure[i, 1:]).tolist()) <= allowed
   with pytest.raises(errors.ConfigError, match="filler_vocab"):
     alignment.concept_world(jax.random.key(0), 4, 8, 5)
+
+
+def _value_model(key, num_values=3, dim=8, per_value=4, noise=0.5, **kw):
+  k_geo, k_pairs = jax.random.split(key)
+  c, b = alignment.value_directions(k_geo, num_values, dim, 0.25)
+  return c, b, alignment.value_pairs(k_pairs, c, b, per_value, noise, **kw)
+
+
+def test_value_model_geometry_balance_and_tokens():
+  with jax.enable_x64(True):
+    c, b, data = _value_model(jax.random.key(7), num_values=3, dim=8)
+    np.testing.assert_allclose(c @ c.T, np.eye(3), atol=1e-12)  # orthonormal
+    np.testing.assert_allclose(c @ b, 0.0, atol=1e-12)
+    np.testing.assert_allclose(b, 0.25 * np.eye(8)[0])
+  y_w, y_l = np.asarray(data["y_w"]), np.asarray(data["y_l"])
+  value = np.asarray(data["cluster"])
+  # Value k uses tokens 2k and 2k+1 only: no token is shared by two values.
+  np.testing.assert_array_equal(y_w // 2, value)
+  np.testing.assert_array_equal(y_l // 2, value)
+  # The first 2q rows of a value hold q pairs of each sign (balanced, nested).
+  mask = np.asarray(alignment.first_q_mask(3, 8, 4))  # q = 2 of Q = 4
+  sign = np.asarray(data["sign"])
+  for k in range(3):
+    rows = (value == k) & (mask > 0)
+    assert rows.sum() == 4 and sign[rows].sum() == 0
+  np.testing.assert_array_equal(y_w == 2 * value, sign > 0)
+  _, _, shared = _value_model(jax.random.key(7), shared_tokens=True)
+  np.testing.assert_array_equal(shared["y_w"], (sign < 0).astype(int))
+  with pytest.raises(errors.ConfigError, match="width >= 9"):
+    alignment.value_directions(jax.random.key(0), 8, 8)
+
+
+def test_value_block_margins_match_the_log_softmax_margins():
+  with jax.enable_x64(True):
+    _, _, data = _value_model(jax.random.key(8))
+    w_ref = jax.random.normal(jax.random.key(9), (6, 8), jnp.float64)
+    w = w_ref + jax.random.normal(jax.random.key(10), (6, 8), jnp.float64)
+    r = alignment.margins(w, w_ref, data["g"], data["y_w"], data["y_l"], 0.3)
+    blocked = alignment.value_block_margins(
+      w, w_ref, data["g"].reshape(3, 8, 8), data["sign"].reshape(3, 8), 0.3
+    )
+    np.testing.assert_allclose(blocked.reshape(-1), r, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("shared_tokens", [False, True])
+def test_a_gd_step_on_one_value_moves_other_values_only_if_tokens_are_shared(
+  shared_tokens,
+):
+  # dr_j = (lr beta^2 / N) sum_i sigma(-r_i) <e_j, e_i> <g_j, g_i> over the
+  # pairs i of the step. Distinct tokens: <e_j, e_i> = 0 across values, so
+  # the other values' margins do not move. Shared tokens: <e_j, e_i> =
+  # 2 s_i s_j, and the move is the sum by hand (nonzero: b and the noise
+  # overlap across values).
+  with jax.enable_x64(True):
+    _, _, data = _value_model(jax.random.key(11), shared_tokens=shared_tokens)
+    vocab = 2 if shared_tokens else 6
+    w_ref = jnp.zeros((vocab, 8), jnp.float64)
+    w = 0.5 * jax.random.normal(jax.random.key(12), (vocab, 8), jnp.float64)
+    beta, lr = 0.5, 2.0
+    args = (data["g"], data["y_w"], data["y_l"], beta)
+    on_value_0 = (data["cluster"] == 0).astype(jnp.float64)
+    grad = jax.grad(alignment.loss)(w, w_ref, *args, "dpo", on_value_0)
+    r = alignment.margins(w, w_ref, *args)
+    moved = alignment.margins(w - lr * grad, w_ref, *args) - r
+    g, s = np.asarray(data["g"]), np.asarray(data["sign"])
+    mine = np.asarray(on_value_0) > 0
+    weight = 1.0 / (1.0 + np.exp(np.asarray(r)[mine]))  # sigma(-r_i)
+    # <e_j, e_i> = 2 s_j s_i within one token pair (e = e_w - e_l).
+    cross = 2 * s[:, None] * s[mine][None, :] * (g @ g[mine].T)
+    by_hand = lr * beta**2 / mine.sum() * cross @ weight
+    others = ~mine
+    if shared_tokens:
+      np.testing.assert_allclose(moved, by_hand, rtol=1e-9, atol=1e-12)
+      assert np.min(np.abs(np.asarray(moved)[others])) > 1e-3
+    else:
+      np.testing.assert_allclose(np.asarray(moved)[others], 0.0, atol=1e-12)
+      np.testing.assert_allclose(
+        np.asarray(moved)[mine], by_hand[mine], rtol=1e-9, atol=1e-12
+      )
+
+
+def test_population_accuracy_by_hand_and_by_sampling():
+  with jax.enable_x64(True):
+    # delta = W[0] - W[1] = (1, 0): r ~ N(beta 0.5, (beta 0.5)^2), P = Phi(1).
+    w = jnp.array([[1.0, 0.0], [0.0, 0.0]])
+    mean = jnp.array([[0.5, 3.0]])
+    y_w, y_l = jnp.array([0]), jnp.array([1])
+    exact = alignment.population_accuracy(w, 0 * w, mean, y_w, y_l, 0.5)
+    np.testing.assert_allclose(exact, [0.8413447460685429], rtol=1e-12)
+    assert (
+      float(alignment.population_accuracy(0 * w, 0 * w, mean, y_w, y_l, 0.5)[0])
+      == 0.0
+    )
+    # A random head and cluster: the sampled accuracy within 5 binomial sd.
+    w = jax.random.normal(jax.random.key(13), (4, 6), jnp.float64)
+    mean = 0.3 * jax.random.normal(jax.random.key(14), (1, 6), jnp.float64)
+    p = float(
+      alignment.population_accuracy(w, 0 * w, mean, y_w + 2, y_l, 0.8)[0]
+    )
+    n = 200_000
+    g = mean + 0.8 * jax.random.normal(jax.random.key(15), (n, 6), jnp.float64)
+    sampled = alignment.reward_accuracy(
+      w, 0 * w, g, jnp.full(n, 2), jnp.full(n, 1), 0.1
+    )
+    assert 0.05 < p < 0.95
+    assert abs(float(sampled) - p) < 5 * np.sqrt(p * (1 - p) / n)
