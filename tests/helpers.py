@@ -143,3 +143,16 @@ def cuda_gemm_path() -> str:
   else:
     assert path in ("fp4", "dequant_bf16"), (cc, path)
   return f"{path}_sm{cc}"
+
+
+def config_differences(a, b, prefix: str = "") -> dict:
+  """{dotted key: (value in a, value in b)} where two ConfigDicts differ."""
+  a, b = a.to_dict() if prefix == "" else a, b.to_dict() if prefix == "" else b
+  out = {}
+  for key in sorted(set(a) | set(b)):
+    va, vb = a.get(key), b.get(key)
+    if isinstance(va, dict) and isinstance(vb, dict):
+      out.update(config_differences(va, vb, f"{prefix}{key}."))
+    elif va != vb:
+      out[f"{prefix}{key}"] = (va, vb)
+  return out
