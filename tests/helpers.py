@@ -126,11 +126,26 @@ def _plain(v):
 
 def ffi_library(platform: str):
   """The MXFP4 FFI library for `platform`, built if stale (a no-op when
-  tests/run.sh or tests/gpu/run.sh already built it); skips without g++."""
+  tests/run.sh or tests/gpu/run.sh already built it); skips without g++.
+  A failed build fails every later call at once, without building again."""
   if shutil.which(os.environ.get("CXX", "g++")) is None:
     pytest.skip("g++ not found (the FFI libraries need it)")
-  path = build.build_cpu()
-  return build.build_cuda() if platform == "gpu" else path
+  return _build_once(platform)
+
+
+_BUILT = {}
+
+
+def _build_once(platform: str):
+  if platform not in _BUILT:
+    try:
+      path = build.build_cpu()
+      _BUILT[platform] = build.build_cuda() if platform == "gpu" else path
+    except Exception as e:  # noqa: BLE001 (kept, raised again below)
+      _BUILT[platform] = e
+  if isinstance(_BUILT[platform], Exception):
+    raise RuntimeError(f"building the FFI library failed: {_BUILT[platform]}")
+  return _BUILT[platform]
 
 
 def cuda_gemm_path() -> str:
