@@ -22,7 +22,9 @@
 # Outputs under OUT_DIR: logs/<step>.log, steps.tsv, pytest.xml,
 # tests_report.jsonl (agreement figures), bench_*/results.json, summary.json,
 # summary.md. Environment: PYTHON (default python), GPU_DEPS (default
-# gpu_deps), GPU_RUN_BUDGET_S.
+# gpu_deps), GPU_RUN_BUDGET_S, GPU_RUN_STEPS (a space-separated subset of
+# ffi_build gpu_tests bench_mxfp4 bench_hns bench_mxfp4_ffi bench_cdflow to
+# rerun only those; default all).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 if [ $# -ne 1 ]; then
@@ -48,6 +50,11 @@ record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$STEPS"; }
 step() {
   local name=$1 max=$2 note=$3
   shift 3
+  if [ -n "${GPU_RUN_STEPS:-}" ] && [ "$name" != install ] &&
+    [[ " $GPU_RUN_STEPS " != *" $name "* ]]; then
+    record "$name" skipped 0 "not in GPU_RUN_STEPS"
+    return
+  fi
   local limit=$((BUDGET - (SECONDS - START) - 20))
   ((limit > max)) && limit=$max
   if ((limit < 15)); then
@@ -112,7 +119,7 @@ fi
 
 # --- build ------------------------------------------------------------------
 if ((GPU)); then
-  step ffi_build 240 "CPU + CUDA libraries (image's nvcc)" \
+  step ffi_build 150 "CPU + CUDA libraries (image's nvcc)" \
     "$PY" -m pallas_kernels.mxfp4.ffi.build --cuda
 else
   step ffi_build 120 "CPU library only (no GPU: CUDA build skipped)" \
@@ -128,7 +135,7 @@ else
   PLATFORMS=""
   NOTE="pytest -m gpu: every test skips without a GPU"
 fi
-step gpu_tests 270 "$NOTE" env TESTS_JAX_PLATFORMS="$PLATFORMS" \
+step gpu_tests 210 "$NOTE" env TESTS_JAX_PLATFORMS="$PLATFORMS" \
   TESTS_REPORT="$OUT/tests_report.jsonl" \
   "$PY" -m pytest -m gpu -rA -q -p no:cacheprovider \
   --junitxml="$OUT/pytest.xml" tests/gpu tests/pallas_kernels
@@ -140,19 +147,19 @@ bench() {
   step "$name" "$max" "$note" "$PY" -m "experiments.$name" \
     --config "configs/$name.py:$VARIANT" --workdir "$OUT/$name" "$@"
 }
-bench bench_mxfp4 200 "$VARIANT"
+bench bench_mxfp4 160 "$VARIANT"
 
 PEER="$DEPS/hamiltonian_pdes"
 if [ -f "$PEER/modules/models/NeuralFunctional.py" ] &&
   timeout 120 "$PY" -c "import torch, einops" >/dev/null 2>&1; then
   XLA_PYTHON_CLIENT_PREALLOCATE=false \
-    bench bench_hns 150 "$VARIANT, peer mode ($PEER)" \
+    bench bench_hns 120 "$VARIANT, peer mode ($PEER)" \
     --config.peer_repo="$(cd "$PEER" && pwd)"
 else
-  bench bench_hns 150 "$VARIANT, NO peer mode (no $PEER, or torch/einops missing)"
+  bench bench_hns 120 "$VARIANT, NO peer mode (no $PEER, or torch/einops missing)"
 fi
-bench bench_mxfp4_ffi 120 "$VARIANT"
-bench bench_cdflow 180 "$VARIANT"
+bench bench_mxfp4_ffi 90 "$VARIANT"
+bench bench_cdflow 150 "$VARIANT"
 
 trap - TERM INT
 summary
