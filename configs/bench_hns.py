@@ -5,10 +5,13 @@ Run (~1 min on 2 cores):
     --workdir runs/bench_hns
 Variants: (default) the advection setting (n_x 128, batch 32, the official
   'nf' HNS, 31,776 params, vs a du/dt CNN 4 x 32 channels ~16K params);
-  quick: n_x 64; add ',smoke' for a seconds-long run (tests).
+  quick: n_x 64; gpu: the default setting with 10 timed repeats, meant for
+  peer mode on a GPU (tests/gpu/run.sh passes the carried checkout); add
+  ',smoke' for a seconds-long run (tests).
 Peer mode (the authors' PyTorch code timed beside ours, same model, weights,
   batch, loss and AdamW): --config.peer_repo=/path/to/hamiltonian_pdes
-  (needs `pip install torch einops`; not in requirements).
+  (needs `pip install torch einops`; not in requirements). On a GPU backend
+  with CUDA torch, their model runs on the same GPU.
 """
 
 import ml_collections
@@ -18,7 +21,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
   config.seed = 0
@@ -54,6 +57,8 @@ def get_config(arg=None):
   config.repeats = 5  # timed calls; the median is reported
   if arg.variant == "quick":
     config.n_x = 64
+  if arg.variant == "gpu":
+    config.repeats = 10
   if arg.smoke:
     config.n_x = 16
     config.batch_size = 8

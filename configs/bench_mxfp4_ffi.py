@@ -5,8 +5,9 @@ Run on a GPU host (build first; nvcc >= 12.8 and the nvidia-cublas wheel):
   python -m experiments.bench_mxfp4_ffi --config configs/bench_mxfp4_ffi.py \
     --workdir runs/bench_mxfp4_ffi
 On Hopper the GEMM is the dequantise + BF16 fallback, on Blackwell (CC 10.x /
-12.x) the cuBLASLt block-scaled FP4 GEMM. Variants: (default) GPU shapes;
-quick: CPU-sized shapes for the CPU library; add ',smoke' for seconds (tests).
+12.x) the cuBLASLt block-scaled FP4 GEMM. Variants: (default) `gpu`: GPU
+shapes (tests/gpu/run.sh); quick: CPU-sized shapes for the CPU library; add
+',smoke' for seconds (tests; `gpu,smoke` runs on the CPU library too).
 """
 
 import ml_collections

@@ -9,7 +9,10 @@ our `IntegralKernelFunctional(**hns.OFFICIAL_NF)`, checks that both give the
 same training loss and the same dH/du on one batch, and then times their
 training step (forward, autograd dH/du with create_graph, relative L2 on the
 labels, backward, AdamW) and their rollout step (dH/du, central J, AB2)
-against our jitted ones in alternating rounds.
+against our jitted ones in alternating rounds. On a GPU backend with a CUDA
+build of torch, their model and data live on the same GPU (`Official.device`)
+and every timed call of theirs ends with a `torch.cuda.synchronize()`, as ours
+end with `block_until_ready`.
 
 Only timing and the parity check live here; nothing of theirs is imported
 unless the user points at it.
@@ -84,8 +87,8 @@ def flax_params(model) -> dict:
 
   def dense(linear):
     return {
-      "kernel": jnp.asarray(linear.weight.detach().numpy().T),
-      "bias": jnp.asarray(linear.bias.detach().numpy()),
+      "kernel": jnp.asarray(linear.weight.detach().cpu().numpy().T),
+      "bias": jnp.asarray(linear.bias.detach().cpu().numpy()),
     }
 
   kernel, ikf = model.kernel, model.IKF
@@ -106,13 +109,15 @@ class Official:
   def __init__(self, peer_repo, u, target, x, dx, seed):
     self.torch, neural_functional = load(peer_repo)
     torch = self.torch
-    torch.manual_seed(seed)
-    self.model = neural_functional(NF_CONFIG)
+    gpu = jax.default_backend() == "gpu" and torch.cuda.is_available()
+    self.device = "cuda" if gpu else "cpu"
+    torch.manual_seed(seed)  # initialised on CPU: the same weights either way
+    self.model = neural_functional(NF_CONFIG).to(self.device)
     self.opt = torch.optim.AdamW(
       self.model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY
     )
     b = u.shape[0]
-    as_t = lambda a: torch.tensor(np.asarray(a, np.float32))
+    as_t = lambda a: torch.tensor(np.asarray(a, np.float32), device=self.device)
     self.u = as_t(u)[..., None]  # b n 1
     self.target = as_t(target)[..., None]
     self.x = as_t(np.broadcast_to(np.asarray(x), u.shape))[..., None]
@@ -134,12 +139,17 @@ class Official:
       diff / torch.norm(self.target.reshape(self.batch, -1), 2, 1)
     )
 
+  def sync(self):
+    if self.device == "cuda":
+      self.torch.cuda.synchronize()
+
   def train(self, steps):
     for _ in range(steps):
       self.opt.zero_grad()
       loss = self.loss()
       loss.backward()
       self.opt.step()
+    self.sync()
     return float(loss.detach())
 
   def rollout(self, steps, dt):
@@ -151,6 +161,7 @@ class Official:
       f = (torch.roll(g, -1, 1) - torch.roll(g, 1, 1)) / (2 * self.dx)
       u = u + dt * (f if prev is None else 1.5 * f - 0.5 * prev)
       u, prev = u.detach(), f.detach()
+    self.sync()
     return u
 
 

@@ -227,6 +227,8 @@ def _run(config, workdir) -> dict:
   big = per_n[max(config.sizes)]
   results = {
     "backend": jax.default_backend(),
+    "device": str(jax.devices()[0].device_kind),
+    "jax_version": jax.__version__,
     "blas_threads": 1,
     "batch": config.batch,
     "m": config.m,

@@ -124,6 +124,8 @@ def run(config, workdir) -> dict:
     "n_x": config.n_x,
     "batch_size": config.batch_size,
     "backend": jax.default_backend(),
+    "device": str(jax.devices()[0].device_kind),
+    "jax_version": jax.__version__,
   }
   if config.peer_repo:
     results["peer"] = bench_peer(config, u, target)
@@ -159,7 +161,7 @@ def bench_peer(config, u, target) -> dict:
   ours_grad = jax.vmap(solver.field_map("hns", model, grid), (None, 0))(
     params, u
   )
-  their_grad = official.grad_h(official.u).detach().numpy()[..., 0]
+  their_grad = official.grad_h(official.u).detach().cpu().numpy()[..., 0]
   grad_err = float(
     np.max(np.abs(np.asarray(ours_grad) - their_grad))
     / np.max(np.abs(their_grad))
@@ -210,6 +212,7 @@ def bench_peer(config, u, target) -> dict:
     "grad_rel_max_err": grad_err,
     "train": train,
     "rollout": _hns_peer.speedup(t_ours, t_theirs, roll_steps),
+    "torch_device": official.device,
     "torch_threads": int(official.torch.get_num_threads()),
     "torch_version": str(official.torch.__version__),
   }

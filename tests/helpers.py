@@ -1,8 +1,16 @@
-"""Shared test helpers: run an experiment binary as a user would."""
+"""Shared test helpers: run an experiment binary as a user would; platforms."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+
+import jax
+import pytest
+
+from pallas_kernels.mxfp4.ffi import _loader
+from pallas_kernels.mxfp4.ffi import build
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -75,3 +83,91 @@ def run_two_processes(module: str, *args: str, env=None, timeout: float = 300):
   for p, log in zip(procs, logs):
     assert p.returncode == 0, log[-3000:]
   return logs
+
+
+# A test parametrized over PLATFORMS runs its body on CPU everywhere (interpret
+# mode for Pallas, the CPU FFI library) and once more on the GPU where there is
+# one (tests/gpu/run.sh); the `gpu` case skips elsewhere (tests/conftest.py).
+PLATFORMS = ("cpu", pytest.param("gpu", marks=pytest.mark.gpu))
+
+
+def device(platform: str):
+  """The first device of `platform` ("cpu" or "gpu")."""
+  return jax.devices(platform)[0]
+
+
+def on(platform: str):
+  """Context: uncommitted arrays and jitted calls go to `platform`."""
+  return jax.default_device(device(platform))
+
+
+def put(tree, platform: str):
+  """`tree` committed to `platform`, so jitted calls on it run there."""
+  return jax.device_put(tree, device(platform))
+
+
+def report(name: str, **values) -> None:
+  """Appends {"test": name, **values} to $TESTS_REPORT (a JSON-lines file)
+  when set: the agreement figures tests/gpu/run.sh prints. No-op otherwise."""
+  path = os.environ.get("TESTS_REPORT")
+  if not path:
+    return
+  row = {"test": name, **{k: _plain(v) for k, v in values.items()}}
+  with open(path, "a") as f:
+    f.write(json.dumps(row) + "\n")
+
+
+def _plain(v):
+  try:
+    return float(v) if not isinstance(v, (str, bool, int)) else v
+  except (TypeError, ValueError):
+    return str(v)
+
+
+def ffi_library(platform: str):
+  """The MXFP4 FFI library for `platform`, built if stale (a no-op when
+  tests/run.sh or tests/gpu/run.sh already built it); skips without g++.
+  A failed build fails every later call at once, without building again."""
+  if shutil.which(os.environ.get("CXX", "g++")) is None:
+    pytest.skip("g++ not found (the FFI libraries need it)")
+  return _build_once(platform)
+
+
+_BUILT = {}
+
+
+def _build_once(platform: str):
+  if platform not in _BUILT:
+    try:
+      path = build.build_cpu()
+      _BUILT[platform] = build.build_cuda() if platform == "gpu" else path
+    except Exception as e:  # noqa: BLE001 (kept, raised again below)
+      _BUILT[platform] = e
+  if isinstance(_BUILT[platform], Exception):
+    raise RuntimeError(f"building the FFI library failed: {_BUILT[platform]}")
+  return _BUILT[platform]
+
+
+def cuda_gemm_path() -> str:
+  """`last_cuda_gemm_path()` checked against the GPU's compute capability:
+  Hopper and older take dequantise + BF16; returns the path."""
+  path = _loader.last_cuda_gemm_path()
+  cc = str(getattr(device("gpu"), "compute_capability", "0"))
+  if int(cc.split(".")[0]) < 10:
+    assert path == "dequant_bf16", (cc, path)
+  else:
+    assert path in ("fp4", "dequant_bf16"), (cc, path)
+  return f"{path}_sm{cc}"
+
+
+def config_differences(a, b, prefix: str = "") -> dict:
+  """{dotted key: (value in a, value in b)} where two ConfigDicts differ."""
+  a, b = a.to_dict() if prefix == "" else a, b.to_dict() if prefix == "" else b
+  out = {}
+  for key in sorted(set(a) | set(b)):
+    va, vb = a.get(key), b.get(key)
+    if isinstance(va, dict) and isinstance(vb, dict):
+      out.update(config_differences(va, vb, f"{prefix}{key}."))
+    elif va != vb:
+      out[f"{prefix}{key}"] = (va, vb)
+  return out

@@ -7,10 +7,11 @@ import pytest
 
 from configs import bench_hns as config_lib
 from experiments import bench_hns
+from tests import helpers
 
 
 def test_smoke_writes_ratios(tmp_path, fast_compile):
-  r = bench_hns.run(config_lib.get_config("smoke"), str(tmp_path))
+  r = bench_hns.run(config_lib.get_config("gpu,smoke"), str(tmp_path))
   for kind in ("hns", "derivative_cnn"):
     assert r[kind]["train_steps_per_sec"] > 0
     assert r[kind]["rollout_steps_per_sec"] > 0
@@ -40,3 +41,13 @@ def test_peer_repo_that_is_not_the_official_code_fails_in_one_line(tmp_path):
     config.peer_repo = str(tmp_path)
   with pytest.raises(errors.ConfigError, match="config.peer_repo"):
     bench_hns.check_config(config)
+
+
+def test_gpu_smoke_is_the_smoke_run():
+  """`gpu,smoke` (run above, on CPU) and `smoke` differ only in name, so
+  the one smoke run covers both; `gpu` itself parses and passes the checks."""
+  diff = helpers.config_differences(
+    config_lib.get_config("gpu,smoke"), config_lib.get_config("smoke")
+  )
+  assert set(diff) == {"variant"}, diff
+  bench_hns.check_config(config_lib.get_config("gpu"))

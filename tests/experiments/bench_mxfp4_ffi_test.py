@@ -9,6 +9,7 @@ import pytest
 from configs import bench_mxfp4_ffi as config_lib
 from experiments import bench_mxfp4_ffi
 from pallas_kernels.mxfp4.ffi import build
+from tests import helpers
 
 
 def test_smoke_run_writes_exact_results(tmp_path):
@@ -16,7 +17,7 @@ def test_smoke_run_writes_exact_results(tmp_path):
     pytest.skip("g++ not found")
   build.build_cpu()
   results = bench_mxfp4_ffi.run(
-    config_lib.get_config("quick,smoke"), str(tmp_path)
+    config_lib.get_config("gpu,smoke"), str(tmp_path)
   )
   assert results["path"] == "cpu"
   (case,) = results["gemm"].values()
@@ -32,3 +33,13 @@ def test_smoke_run_writes_exact_results(tmp_path):
   assert max(results["quartet_linear"].values()) < 1e-5
   with open(os.path.join(tmp_path, "results.json")) as f:
     assert json.load(f)["path"] == "cpu"
+
+
+def test_gpu_smoke_is_the_quick_smoke_run():
+  """`gpu,smoke` (run above, on CPU) and `quick,smoke` differ only in name, so
+  the one smoke run covers both; `gpu` itself parses and passes the checks."""
+  diff = helpers.config_differences(
+    config_lib.get_config("gpu,smoke"), config_lib.get_config("quick,smoke")
+  )
+  assert set(diff) == {"variant"}, diff
+  bench_mxfp4_ffi.check_config(config_lib.get_config("gpu"))

@@ -18,6 +18,7 @@ from pallas_kernels.mxfp4 import ops
 from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.ffi import _loader
 from pallas_kernels.mxfp4.ffi import build
+from tests import helpers
 
 E2M1 = np.array(
   [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float64
@@ -62,16 +63,20 @@ def test_cpu_library_exports_handlers(cpu_library):
   assert "QuartetMxfp4QuantizeCpu" in out
 
 
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
 @pytest.mark.parametrize("out_dtype", [jnp.float32, jnp.bfloat16])
 @pytest.mark.parametrize("alpha", [1.0, 1.0 / 9.0])
-def test_gemm_matches_exact_product(out_dtype, alpha):
+def test_gemm_matches_exact_product(out_dtype, alpha, platform):
+  """The CPU handler; on a GPU (`gpu` case) the CUDA one (dequantise + BF16
+  cuBLASLt on Hopper, CUTLASS FP4 on Blackwell), same bound."""
+  helpers.ffi_library(platform)
   a, _ = reference.quantize_quest(_data((64, 256), 1))
   b, _ = reference.quantize_quest(_data((96, 256), 2))
   y = jax.jit(
     lambda a, b: ffi.gemm(
       a.codes, a.scale, b.codes, b.scale, alpha=alpha, out_dtype=out_dtype
     )
-  )(a, b)
+  )(*helpers.put((a, b), platform))
   assert y.shape == (64, 96) and y.dtype == out_dtype
   da, db = _np_dequant(a.codes, a.scale), _np_dequant(b.codes, b.scale)
   exact = alpha * (da @ db.T)
@@ -80,7 +85,14 @@ def test_gemm_matches_exact_product(out_dtype, alpha):
   if out_dtype == jnp.bfloat16:
     bound = bound + 2.0**-8 * np.abs(exact)
   err = np.abs(np.asarray(y, np.float64) - exact)
-  assert np.all(err <= bound + 1e-30), float(np.max(err / (bound + 1e-30)))
+  ratio = float(np.max(err / (bound + 1e-30)))
+  path = helpers.cuda_gemm_path() if platform == "gpu" else "cpu"
+  helpers.report(
+    f"ffi_mxfp4_gemm_{jnp.dtype(out_dtype).name}_alpha{alpha:.3g}_{platform}",
+    err_over_fp32_bound=ratio,
+    path=path,
+  )
+  assert np.all(err <= bound + 1e-30), ratio
 
 
 def test_gemm_matches_reference_mx_matmul():
@@ -123,9 +135,11 @@ def _reference_quantize(x, method, rotate, seed):
   return t.codes, t.scale, None
 
 
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 @pytest.mark.parametrize("method", ["quest", "absmax", "absmax_sr"])
-def test_quantize_bit_exact_without_rotation(method, dtype):
+def test_quantize_bit_exact_without_rotation(method, dtype, platform):
+  helpers.ffi_library(platform)
   x = _data((96, 256), 7).astype(dtype)
   # Special cases too: a zero group, an absmax tie (amax 4 -> 3 * 1 / 4 =
   # 0.75, halfway between codes 1 and 2), a NaN group.
@@ -135,8 +149,16 @@ def test_quantize_bit_exact_without_rotation(method, dtype):
   seed = jnp.uint32(12345)
   codes, scale, mask = jax.jit(
     lambda x: ffi.quantize(x, method=method, rotate=False, seed=seed)
-  )(x)
-  want_c, want_s, want_m = _reference_quantize(x, method, False, seed)
+  )(helpers.put(x, platform))
+  with helpers.on("cpu"):
+    want_c, want_s, want_m = _reference_quantize(
+      helpers.put(x, "cpu"), method, False, seed
+    )
+  helpers.report(
+    f"ffi_quantize_{method}_{jnp.dtype(dtype).name}_norot_{platform}",
+    codes_equal=np.mean(np.asarray(codes) == np.asarray(want_c)),
+    scales_equal=np.mean(np.asarray(scale) == np.asarray(want_s)),
+  )
   np.testing.assert_array_equal(scale, want_s)
   np.testing.assert_array_equal(codes, want_c)
   if want_m is not None:
@@ -144,23 +166,35 @@ def test_quantize_bit_exact_without_rotation(method, dtype):
   assert int(scale[2, 1]) == 255  # the NaN group is flagged as E8M0 NaN
 
 
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
 @pytest.mark.parametrize("method", ["quest", "absmax", "absmax_sr"])
-def test_quantize_with_rotation_matches_reference(method):
+def test_quantize_with_rotation_matches_reference(method, platform):
   # The kernel rotates by a fast Walsh-Hadamard transform, the reference by a
   # 32x32 matmul: the rotated fp32 values can differ in the last ulp, so a
   # code may move to its grid neighbour when a value sits on a boundary.
-  x = _data((128, 512), 8)
-  signs = jnp.where(jnp.arange(32) % 3 == 0, -1.0, 1.0)
-  seed = jnp.uint32(7)
-  codes, scale, _ = ffi.quantize(
-    x, method=method, signs=signs if method != "quest" else None, seed=seed
-  )
-  if method == "quest":
-    t, _ = reference.quantize_quest(x)
-  else:
-    t = reference.quantize_absmax(
-      x, signs=signs, seed=seed, stochastic=method == "absmax_sr"
+  helpers.ffi_library(platform)
+  with helpers.on("cpu"):
+    x = _data((128, 512), 8)
+    signs = jnp.where(jnp.arange(32) % 3 == 0, -1.0, 1.0)
+    seed = jnp.uint32(7)
+    if method == "quest":
+      t, _ = reference.quantize_quest(x)
+    else:
+      t = reference.quantize_absmax(
+        x, signs=signs, seed=seed, stochastic=method == "absmax_sr"
+      )
+  with helpers.on(platform):
+    codes, scale, _ = ffi.quantize(
+      *helpers.put((x,), platform),
+      method=method,
+      signs=signs if method != "quest" else None,
+      seed=seed,
     )
+  helpers.report(
+    f"ffi_quantize_{method}_rot_{platform}",
+    codes_equal=np.mean(np.asarray(codes) == np.asarray(t.codes)),
+    scales_equal=np.mean(np.asarray(scale) == np.asarray(t.scale)),
+  )
   assert np.mean(np.asarray(scale) == np.asarray(t.scale)) >= 0.999
   assert np.mean(np.asarray(codes) == np.asarray(t.codes)) >= 0.999
   got = _np_dequant(codes, scale)

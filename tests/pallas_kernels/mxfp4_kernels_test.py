@@ -14,8 +14,10 @@ from pallas_kernels.mxfp4 import gemm
 from pallas_kernels.mxfp4 import ops
 from pallas_kernels.mxfp4 import quantize
 from pallas_kernels.mxfp4 import reference
+from tests import helpers
 
 
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
 @pytest.mark.parametrize(
   "method,shape",
   [
@@ -25,49 +27,82 @@ from pallas_kernels.mxfp4 import reference
     ("absmax_rtn", (24, 64)),
   ],
 )
-def test_quantize_kernel_equals_reference(method, shape):
-  x = 3.0 * jax.random.normal(jax.random.key(0), shape)
-  signs = quant.random_signs(jax.random.key(1))
-  seed = jnp.uint32(1234)
+def test_quantize_kernel_equals_reference(method, shape, platform):
+  """Interpret mode on CPU; compiled through Triton on a GPU (`gpu` case).
+  The oracle is the reference on CPU either way."""
+  with helpers.on("cpu"):
+    x = 3.0 * jax.random.normal(jax.random.key(0), shape)
+    signs = quant.random_signs(jax.random.key(1))
+    seed = jnp.uint32(1234)
+    if method == "quest":
+      want, want_mask = reference.quantize_quest(x)
+    else:
+      want = reference.quantize_absmax(
+        x, signs=signs, seed=seed, stochastic=method == "absmax_sr"
+      )
+      want_mask = np.ones(shape, bool)
+  x, signs, seed = helpers.put((x, signs, seed), platform)
   got, got_mask = quantize.quantize_pallas(
-    x, method=method, signs=signs, seed=seed, interpret=True
+    x, method=method, signs=signs, seed=seed, interpret=platform == "cpu"
   )
-  if method == "quest":
-    want, want_mask = reference.quantize_quest(x)
-    np.testing.assert_array_equal(got_mask, want_mask)
-  else:
-    want = reference.quantize_absmax(
-      x, signs=signs, seed=seed, stochastic=method == "absmax_sr"
-    )
-    assert np.all(got_mask)
+  helpers.report(
+    f"pallas_quantize_{method}_{shape[0]}x{shape[1]}_{platform}",
+    codes_equal=np.mean(np.asarray(got.codes) == np.asarray(want.codes)),
+    scales_equal=np.mean(np.asarray(got.scale) == np.asarray(want.scale)),
+  )
   assert got.alpha_inv == want.alpha_inv
+  np.testing.assert_array_equal(got_mask, want_mask)
   np.testing.assert_array_equal(got.scale, want.scale)
   np.testing.assert_array_equal(got.codes, want.codes)
 
 
+def assert_within_fp32_sum(got, a, b):
+  """got ~ dequant(a) dequant(b)^T (alpha included) to fp32 summation order:
+  products of E2M1 x power-of-two values are exact, so |err| <= K 2^-24
+  |A||B|^T. Returns the largest err / bound (<= 1)."""
+  da = np.asarray(reference.dequantize(a), np.float64)
+  db = np.asarray(reference.dequantize(b), np.float64)
+  exact = da @ db.T
+  bound = da.shape[-1] * 2.0**-24 * (np.abs(da) @ np.abs(db).T)
+  err = np.abs(np.asarray(got, np.float64) - exact)
+  ratio = float(np.max(err / (bound + 1e-30)))
+  assert np.all(err <= bound + 1e-30), ratio
+  return ratio
+
+
+GEMM_CASES = [
+  (40, 96, 96, None),  # K = 3 groups, M not a multiple of 32
+  (72, 64, 256, gemm.BlockSizes(block_m=32, block_n=32, block_k=128)),
+]
+# The default 128 x 128 x 256 tiles over several K chunks: GPU only (too
+# slow in interpret mode for CI).
+GPU_GEMM_CASES = [(256, 384, 1024, None)]
+
+
 @pytest.mark.parametrize(
-  "m,n,k,block_sizes",
-  [
-    (40, 96, 96, None),  # K = 3 groups, M not a multiple of 32
-    (72, 64, 256, gemm.BlockSizes(block_m=32, block_n=32, block_k=128)),
+  "m,n,k,block_sizes,platform",
+  [(*c, "cpu") for c in GEMM_CASES]
+  + [
+    pytest.param(*c, "gpu", marks=pytest.mark.gpu)
+    for c in GEMM_CASES + GPU_GEMM_CASES
   ],
 )
-def test_gemm_kernel_equals_reference(m, n, k, block_sizes):
-  ka, kb = jax.random.split(jax.random.key(m + n + k))
-  a, _ = reference.quantize_quest(jax.random.normal(ka, (m, k)))
-  b = reference.quantize_absmax(
-    jax.random.normal(kb, (n, k)), seed=jnp.uint32(5)
-  )
-  got = gemm.mx_matmul_pallas(a, b, block_sizes=block_sizes, interpret=True)
-  want = (
-    np.asarray(reference.dequantize(a), np.float64)
-    @ np.asarray(reference.dequantize(b), np.float64).T
+def test_gemm_kernel_equals_reference(m, n, k, block_sizes, platform):
+  with helpers.on("cpu"):
+    ka, kb = jax.random.split(jax.random.key(m + n + k))
+    a, _ = reference.quantize_quest(jax.random.normal(ka, (m, k)))
+    b = reference.quantize_absmax(
+      jax.random.normal(kb, (n, k)), seed=jnp.uint32(5)
+    )
+  got = gemm.mx_matmul_pallas(
+    *helpers.put((a, b), platform),
+    block_sizes=block_sizes,
+    interpret=platform == "cpu",
   )
   assert got.shape == (m, n)
-  # Products of E2M1 x power-of-two values are exact; only the fp32
-  # summation order differs.
-  np.testing.assert_allclose(
-    got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()
+  ratio = assert_within_fp32_sum(got, a, b)
+  helpers.report(
+    f"pallas_gemm_{m}x{n}x{k}_{platform}", err_over_fp32_bound=ratio
   )
 
 
@@ -84,25 +119,39 @@ def test_ops_dispatch_rejects_unknown_implementation():
     ops.quantize_quest(x, implementation="cuda")
 
 
-def test_quartet_linear_pallas_values_and_grads():
-  """The whole custom_vjp with Pallas kernels == with the XLA reference."""
-  kx, kw, ke = jax.random.split(jax.random.key(0), 3)
-  x = jax.random.normal(kx, (40, 64))  # T = 40: padded to 64 for dW
-  w = jax.random.normal(kw, (32, 64))
-  e = jax.random.normal(ke, (40, 32))
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
+def test_quartet_linear_implementations_agree(platform):
+  """The whole custom_vjp (forward GEMM, both backward GEMMs and their
+  quantizers) with Pallas kernels and with the FFI == with the XLA reference,
+  on the same inputs and keys."""
+  helpers.ffi_library(platform)
+  with helpers.on(platform):
+    kx, kw, ke = jax.random.split(jax.random.key(0), 3)
+    x = jax.random.normal(kx, (40, 64))  # T = 40: padded to 64 for dW
+    w = jax.random.normal(kw, (32, 64))
+    e = jax.random.normal(ke, (40, 32))
 
-  def run(implementation):
-    def f(x, w):
-      return quant.quartet_linear(
-        x, w, jax.random.key(7), implementation=implementation
+    def run(implementation):
+      def f(x, w):
+        return quant.quartet_linear(
+          x, w, jax.random.key(7), implementation=implementation
+        )
+
+      y, vjp = jax.vjp(f, x, w)
+      return (y, *vjp(e))
+
+    want = jax.jit(lambda: run("xla"))()
+    for implementation in ("pallas", "ffi"):
+      got = jax.jit(lambda i=implementation: run(i))()
+      diffs = [
+        float(jnp.max(jnp.abs(g - r)) / jnp.max(jnp.abs(r)))
+        for g, r in zip(got, want)
+      ]
+      helpers.report(
+        f"quartet_linear_{implementation}_vs_xla_{platform}",
+        **dict(zip(("y", "dx", "dw"), diffs)),
       )
-
-    y, vjp = jax.vjp(f, x, w)
-    return (y, *vjp(e))
-
-  got = jax.jit(lambda: run("pallas"))()
-  want = jax.jit(lambda: run("xla"))()
-  for g, r in zip(got, want):
-    np.testing.assert_allclose(
-      g, r, rtol=1e-5, atol=1e-5 * float(jnp.abs(r).max())
-    )
+      for g, r in zip(got, want):
+        np.testing.assert_allclose(
+          g, r, rtol=1e-5, atol=1e-5 * float(jnp.abs(r).max())
+        )

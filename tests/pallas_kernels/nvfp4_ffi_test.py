@@ -19,6 +19,7 @@ from pallas_kernels.mxfp4 import ffi
 from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.errors import MxInputError
 from pallas_kernels.mxfp4.ffi import build
+from tests import helpers
 
 E2M1 = np.array(
   [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float64
@@ -78,18 +79,31 @@ def _grid_operand(rows, k, seed):
   return jnp.asarray(v * np.repeat(p, 16, axis=-1), jnp.float32)
 
 
-def test_cpu_gemm_is_bit_exact_with_swizzled_scales():
-  # 130 rows and K/16 = 5 scale columns: two tile rows, padded tile columns.
-  a = quant.quantize_nvfp4(_grid_operand(130, 80, 0), 1.0)
-  b = quant.quantize_nvfp4(_grid_operand(40, 80, 1), 0.5)
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
+def test_cpu_gemm_is_bit_exact_with_swizzled_scales(platform):
+  """The CPU handler; on a GPU (`gpu` case) the CUDA one: every product and
+  sum is exact here, so the BF16 (Hopper) and FP4 (Blackwell) paths too."""
+  helpers.ffi_library(platform)
+  with helpers.on("cpu"):
+    # 130 rows and K/16 = 5 scale columns: two tile rows, padded tile columns.
+    a = quant.quantize_nvfp4(_grid_operand(130, 80, 0), 1.0)
+    b = quant.quantize_nvfp4(_grid_operand(40, 80, 1), 0.5)
+    want = reference.nvfp4_matmul(a, b)
   np.testing.assert_array_equal(_np_dequant(a), _grid_operand(130, 80, 0))
   exact = _np_dequant(a) @ _np_dequant(b).T
-  got = jax.jit(ffi.nvfp4_gemm)(a, b)
+  got = jax.jit(ffi.nvfp4_gemm)(*helpers.put((a, b), platform))
+  helpers.report(
+    f"ffi_nvfp4_gemm_grid_{platform}",
+    max_abs_err=np.max(np.abs(np.asarray(got, np.float64) - exact)),
+    path=helpers.cuda_gemm_path() if platform == "gpu" else "cpu",
+  )
   np.testing.assert_array_equal(np.asarray(got, np.float64), exact)
-  np.testing.assert_array_equal(reference.nvfp4_matmul(a, b), got)
+  np.testing.assert_array_equal(want, got)
 
 
-def test_cpu_gemm_general_data_within_fp32_summation_bound():
+@pytest.mark.parametrize("platform", helpers.PLATFORMS)
+def test_cpu_gemm_general_data_within_fp32_summation_bound(platform):
+  helpers.ffi_library(platform)
   rng = np.random.default_rng(3)
   x = jnp.asarray(rng.standard_normal((64, 256)) * 3, jnp.float32)
   w = jnp.asarray(rng.standard_normal((48, 256)) * 0.1, jnp.float32)
@@ -98,8 +112,16 @@ def test_cpu_gemm_general_data_within_fp32_summation_bound():
   exact = da @ db.T
   bound = 256 * 2.0**-23 * (np.abs(da) @ np.abs(db).T) + 1e-30
   for out_dtype, extra in ((jnp.float32, 0.0), (jnp.bfloat16, 2.0**-8)):
-    got = np.asarray(ffi.nvfp4_gemm(a, b, out_dtype=out_dtype), np.float64)
-    assert np.all(np.abs(got - exact) <= bound + extra * np.abs(exact))
+    got = np.asarray(
+      ffi.nvfp4_gemm(*helpers.put((a, b), platform), out_dtype=out_dtype),
+      np.float64,
+    )
+    err = np.abs(got - exact)
+    helpers.report(
+      f"ffi_nvfp4_gemm_{jnp.dtype(out_dtype).name}_{platform}",
+      err_over_bound=np.max(err / (bound + extra * np.abs(exact))),
+    )
+    assert np.all(err <= bound + extra * np.abs(exact))
   # The quantized product is close to the float one (NVFP4 error level).
   rel = np.linalg.norm(exact - np.asarray(x @ w.T)) / np.linalg.norm(x @ w.T)
   assert rel < 0.2
