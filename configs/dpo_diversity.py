@@ -16,7 +16,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False, llama=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
   # Synthetic value clusters (spec: extended_papers.md 4): g = mu_k + b nu_k
@@ -80,6 +80,11 @@ def get_config(arg=None):
   if arg.variant == "quick":
     config.seeds = 5
     config.per_cluster = config.per_cluster[:-2]  # up to 128 pairs per value
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): the quick setting with the paper variant's 10
+    # seeds.
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.seeds = 10
   if arg.smoke:
     config.llama.update(d_model=16, mlp_hidden=32, steps=6, batch_size=8)
     config.num_clusters = (1, 2, 4)
