@@ -97,10 +97,10 @@ def get_config(arg=None):
       num_steps=400, log_every=25, checkpoint_every=400, eval_every=50
     )
   if arg.variant == "gpu":
-    # The GPU tier (issue 35): 4 sizes of 0.8M / 3.1M / 10.6M / 22M
+    # The GPU tier (issue 35): 4 sizes of 0.80M / 3.2M / 10.6M / 22.1M
     # non-embedding params (d 128-512, 4-7 layers), read at 300-2400 steps of
-    # 32 x 256 bytes (2.5M-19.7M tokens: D/N 0.9-25). Estimate: 6 N D summed
-    # over sizes, both methods, ~9e15 FLOPs.
+    # 32 x 256 bytes (2.5M-19.7M tokens: D/N 0.11-24). Estimate: 6 N D
+    # summed over sizes, both methods, + attention, ~9e15 FLOPs.
     config = common.variant_of(get_config("quick"), "gpu")
     config.data.update(max_bytes=0, seq_len=256, batch_size=32)
     config.data.eval_windows = 256

@@ -273,8 +273,10 @@ def seeds_needed(claim: Claim, results: dict | None, level: float = 0.95):
       if np.any(x <= 0) or np.any(cs <= 0):
         return "n/a: a ratio sample or threshold is not positive"
       x, cs = np.log(x), np.log(cs)
-    if x.size < 2 or not np.all(np.isfinite(x)):
-      return f"n/a: fewer than 2 finite samples in `{claim.samples}`"
+    if x.size < 2:
+      return f"n/a: fewer than 2 samples in `{claim.samples}`"
+    if not np.all(np.isfinite(x)):
+      return f"n/a: a sample in `{claim.samples}` is not finite (diverged)"
     m, s = float(np.mean(x)), float(np.std(x, ddof=1))
     c = float(cs[np.argmin(np.abs(cs - m))])
     needs.append(seeds_to_settle(m, s, c, level))
