@@ -85,7 +85,8 @@ def get_config(arg=None):
     # 10.6M non-embedding params; 1650 steps x 128 x 256 bytes = 54M tokens
     # = D/N 5.1 (~1.75 passes over the 31.5 MB stdlib corpus; the paper's C4
     # has no repeats). Estimate: 70.8 MFLOP per token x 54M x 12 runs =
-    # 4.6e16 FLOPs.
+    # 4.6e16 FLOPs. The issue fixes 3 seeds; at the quick scale the gaps'
+    # paired differences would need 4 (quartet) and 5 (SR backward).
     config = common.variant_of(get_config("quick"), "gpu")
     config.data.update(max_bytes=0, seq_len=256, batch_size=128)
     config.data.eval_windows = 256
