@@ -17,7 +17,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="full", smoke=False)
-  common.check_variant(arg.variant, ("full", "quick"))
+  common.check_variant(arg.variant, ("full", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
 
@@ -83,6 +83,13 @@ def get_config(arg=None):
     # `:quick` with --config.image.enabled=True.
     config.image.update(enabled=False, train_steps=200, num_steps=2, hidden=32)
     config.periodic.update(train_steps=600)
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): the spec's 3k steps and 2 seeds for the
+    # vector flows (the image flow stays off: it feeds no claim).
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.vector.seeds = (0, 1)
+    config.train.update(num_steps=3000, checkpoint_every=3000, eval_every=500)
+    config.periodic.train_steps = 2000
   if arg.smoke:
     config.data.update(init_batch=64, eval_draws=1)
     config.optim.update(batch_size=32, warmup_steps=2)

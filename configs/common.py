@@ -76,6 +76,22 @@ def check_variant(variant: str, known) -> None:
     raise ValueError(f"unknown variant {variant!r}; known: {sorted(known)}")
 
 
+def variant_of(
+  base: ml_collections.ConfigDict, variant: str
+) -> ml_collections.ConfigDict:
+  """A copy of `base` (another variant's config) named `variant`, locked.
+
+  For a variant defined as another one changed in a few keys, e.g. `gpu` =
+  `quick` with more seeds and a larger model (issue 35): the copy follows
+  every later edit of the base variant. Its keys are locked (values may
+  change), so a typo in the changes fails as in an override.
+  """
+  config = ml_collections.ConfigDict(base.to_dict())
+  config.variant = variant
+  config.lock()
+  return config
+
+
 def lock(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """Locks `config` so that a typo in an override fails, naming the key.
 

@@ -17,7 +17,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
   # Which task sequences to run: "moons" (four moons), "digits" (Split-digits),
@@ -83,6 +83,10 @@ def get_config(arg=None):
     config.steps_per_task = 500
     config.em_iters = 10  # the CIFAR run script's nmemupdate
     config.train.update(log_every=250)
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): the quick setting with 8 seeds (vmapped).
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.seeds = 8
   if arg.smoke:
     config.steps_per_task = 20
     config.moons.steps_per_task = 20

@@ -19,7 +19,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
   config.seed = 0
@@ -83,6 +83,11 @@ def get_config(arg=None):
     config.mle.train.num_steps = 1500
     config.vi.num_splits = 5
     config.vi.train.update(num_steps=2000, checkpoint_every=500)
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): the paper variant's 10 splits (the VI
+    # intervals are over splits).
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.vi.num_splits = 10
   if arg.smoke:
     config.mle.n = 400
     config.mle.train.update(num_steps=60, log_every=10, checkpoint_every=20)

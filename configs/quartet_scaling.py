@@ -22,7 +22,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
 
@@ -95,6 +95,25 @@ def get_config(arg=None):
     config.seeds_per_call = 0
     config.train.update(
       num_steps=400, log_every=25, checkpoint_every=400, eval_every=50
+    )
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): 4 sizes of 0.80M / 3.2M / 10.6M / 22.1M
+    # non-embedding params (d 128-512, 4-7 layers), read at 300-2400 steps of
+    # 32 x 256 bytes (2.5M-19.7M tokens: D/N 0.11-24). Estimate: 6 N D
+    # summed over sizes, both methods, + attention, ~9e15 FLOPs.
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.data.update(max_bytes=0, seq_len=256, batch_size=32)
+    config.data.eval_windows = 256
+    config.sweep.update(
+      d_model=(128, 256, 384, 512),
+      n_layers=(4, 4, 6, 7),
+      n_heads=(2, 4, 6, 8),
+      learning_rate=(2e-3, 1.5e-3, 1.2e-3, 1e-3),
+    )
+    config.read_steps = (300, 600, 1200, 1800, 2400)
+    config.fit.update(base_steps=500, eff_steps=300, bootstrap_samples=64)
+    config.train.update(
+      num_steps=2400, log_every=100, checkpoint_every=1200, eval_every=300
     )
   if arg.smoke:
     config.data.update(

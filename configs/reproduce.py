@@ -4,6 +4,9 @@ Run (the main job; 14 min 54 s to 15 min 24 s for all quick runs on a fresh clon
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).
+The GPU tier (issue 35; one H200, a <= 6-minute goal, estimated below, not yet measured):
+  python -m experiments.reproduce --config configs/reproduce.py:gpu --workdir runs/reproduce_gpu
+runs every experiment's `gpu` variant (more seeds, larger models) in its own run directories.
 Each child's log lines stream live, prefixed with its run name ("[qblr] ..."), and are
 saved to <workdir>/<run>/log.txt. REPORT.md: claims (verdicts yes / no / unresolved /
 missing, see experiments/claims/report.py), sanity checks, notes, failed runs, the verdicts
@@ -16,9 +19,14 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, only="", smoke=False, rerun=False, jobs=0)
+  arg = common.parse_arg(
+    arg, only="", smoke=False, rerun=False, jobs=0, gpu=False
+  )
   config = ml_collections.ConfigDict()
   config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
+  # "quick": each claim's registered (CPU) config; "gpu": its `gpu` variant,
+  # in run directories of their own (experiments/reproduce.py).
+  config.tier = "gpu" if arg.gpu else "quick"
   # Append ',smoke' to every experiment's config argument.
   config.smoke = arg.smoke
   # Seconds; a run past it gets SIGTERM (it saves a checkpoint), then SIGKILL.
@@ -52,4 +60,34 @@ def get_config(arg=None):
     nanoadam_finetune=32,
     bench_mxfp4=18,
   )
+  if arg.gpu:
+    # The GPU tier (issue 35): one H200, all of it in <= 6 minutes from a
+    # fresh workdir, compilation included. The seconds are ESTIMATES, not
+    # measurements (no H200 run yet): FLOPs at ~200 TFLOP/s for the LMs
+    # (quartet_llm 4.6e16, quartet_scaling ~9e15), step counts at a few ms
+    # per (scanned) step for the small models, plus ~20-40 s of start-up
+    # and compilation per run; 4 runs share the GPU at a time. Replace them
+    # with the stamps' seconds after the first run.
+    config.timeout_per_run = 600
+    config.expected_seconds = dict(
+      quartet_llm_gpu=260,
+      quartet_scaling_gpu=120,
+      sfn_gpu=100,
+      hns_kdv_gpu=90,
+      hns_advection_gpu=150,
+      sadl_gpu=70,
+      drag_gpu=60,
+      hns_toy_gpu=60,
+      mix_gpu=50,
+      cdflow_density_gpu=50,
+      dpo_diversity_gpu=40,
+      compact_memory_gpu=40,
+      qblr_gpu=40,
+      nanoadam_finetune_gpu=30,
+      trpe_gpu=30,
+      disaggregated_eval_gpu=30,
+      simplicity_bias_gpu=30,
+      bench_mxfp4_gpu=30,
+      bench_cdflow_gpu=30,
+    )
   return common.lock(config)

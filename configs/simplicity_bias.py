@@ -15,7 +15,7 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(arg, variant="paper", smoke=False)
-  common.check_variant(arg.variant, ("paper", "quick"))
+  common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
 
@@ -53,6 +53,11 @@ def get_config(arg=None):
     config.data.update(sx=0.1, sy=0.1)
     config.model.m = 100
     config.train.update(num_steps=5000, checkpoint_every=5000, eval_every=0)
+  if arg.variant == "gpu":
+    # The GPU tier (issue 35): the quick setting with 8 seeds per optimizer
+    # in the spurious-feature experiment (quick: 3).
+    config = common.variant_of(get_config("quick"), "gpu")
+    config.spurious.seeds = 8
   if arg.smoke:
     config.data.update(n=512, n_test=4096)
     config.model.m = 16

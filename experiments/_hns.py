@@ -367,7 +367,8 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
     {"comparator": kind, "comparator_name", "comparator_value" (mean over
     seeds), "comparator_finite_fraction", "comparator_diverged",
     "hns_value", "point", "lo", "hi", "units" ("seeds"/"trajectories"),
-    "num_units", "baselines": {kind: {metric, finite_fraction}}}.
+    "num_units", "per_unit" (the per-unit statistic), "baselines": {kind:
+    {metric, finite_fraction}}}.
   """
 
   def score(kind):
@@ -404,6 +405,9 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
     "hi": float(hi),
     "units": "seeds" if len(per_seed["hns"]) >= 2 else "trajectories",
     "num_units": int(stat.size),
+    # The per-unit statistic behind the interval (the ratio itself when
+    # `ratio`): the reproduce report's seeds-needed column reads it.
+    "per_unit": (np.exp(stat) if ratio else stat).tolist(),
     "baselines": {
       k: {
         metric: float(np.mean([float(m[metric]) for m in per_seed[k]])),

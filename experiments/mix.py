@@ -232,9 +232,8 @@ def explain_dataset(config, model, params, test, window):
   best = min(sel, key=sel.get)
   ev = slice(half, None)
 
-  def band(v):
-    mean, lo, hi = stats.mean_interval(v)
-    return {"mean": mean, "lo": lo, "hi": hi}
+  # mean, lo, hi and the per-series values ("seeds": the report's samples).
+  band = stats.band
 
   summary = {
     "best_view": best,

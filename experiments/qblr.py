@@ -815,7 +815,9 @@ def _paired(out, c) -> dict:
       out[name]["acc_mean_per_split"]
     )
     mean, se, lo, hi = t_interval(diff, c.interval_level)
-    paired[name] = dict(mean=mean, se=se, lo=lo, hi=hi, diverged=False)
+    paired[name] = dict(
+      mean=mean, se=se, lo=lo, hi=hi, by_split=diff.tolist(), diverged=False
+    )
     res[f"qng_minus_{name}"] = mean
   if not paired:
     return res

@@ -20,10 +20,16 @@ afresh (deleting the old run directory) where the code or the command changed.
 Runs execute `--config.jobs` at a time (0: min(4, CPU count)), longest first
 by the duration their stamp recorded last time.
 
+Tiers (`config.tier`): "quick" runs each claim's config as registered (the CPU
+reproduction); "gpu" (`configs/reproduce.py:gpu`) replaces its `quick` variant
+by `gpu` (larger models, more seeds: issue 35), in run directories of their
+own (`<experiment>_gpu`), so a gpu report reads only gpu runs.
+
 Run: python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 """
 
 import concurrent.futures
+import dataclasses
 import hashlib
 import json
 import os
@@ -61,6 +67,21 @@ def select(claims, only: str):
       f"known papers: {sorted({c.paper for c in claims})}"
     )
   return [c for c in claims if c.name in wanted or c.paper in wanted]
+
+
+def at_tier(claims, tier: str):
+  """The claims with the `quick` variant of their config replaced by `tier`.
+
+  'quick' -> 'gpu', 'quick,x=1' -> 'gpu,x=1'; `run_name` follows, so each
+  tier's runs live in their own directories. "quick" returns them as they are.
+  """
+  if tier == "quick":
+    return list(claims)
+  out = []
+  for c in claims:
+    parts = [tier if p == "quick" else p for p in c.config.split(",")]
+    out.append(dataclasses.replace(c, config=",".join(parts)))
+  return out
 
 
 # absl's line header, e.g. "I1203 09:19:59.419810 139771284233088 loop.py:88] ".
@@ -234,6 +255,9 @@ def run_experiment(
   os.makedirs(workdir, exist_ok=True)
   log_path = os.path.join(workdir, "log.txt")
   env = dict(os.environ, PYTHONUNBUFFERED="1")  # prints arrive line by line
+  # Several children share one GPU: none may take 75 % of its memory up front
+  # (JAX's default). No effect on CPU.
+  env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   if cache_dir:
     env.setdefault("JAX_COMPILATION_CACHE_DIR", cache_dir)
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
@@ -291,16 +315,20 @@ def environment_line() -> str:
   )
 
 
-def previous_verdicts(workdir) -> dict:
-  """{claim name: verdict} of an earlier reproduce in `workdir` ({} if none).
+def previous_verdicts(workdir, tier: str = "quick") -> dict:
+  """{claim name: verdict} of an earlier reproduce in `workdir` ({} if none,
+  or if it ran another tier: a gpu verdict is not a change of a quick one).
 
   Reports written before verdicts existed stored `holds`: read as yes/no.
   """
   try:
     with open(os.path.join(workdir, "results.json")) as f:
-      claims = json.load(f).get("claims", {})
+      previous = json.load(f)
   except (OSError, ValueError):
     return {}
+  if previous.get("tier", "quick") != tier:
+    return {}
+  claims = previous.get("claims", {})
   out = {}
   for name, row in claims.items():
     if isinstance(row, dict) and "verdict" in row:
@@ -311,12 +339,16 @@ def previous_verdicts(workdir) -> dict:
 
 
 def run(config, workdir) -> dict:
+  # Before anything starts a JAX backend here: on a GPU this process must not
+  # take 75 % of the memory its children need (it computes nothing).
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   # Not prepare_run: a new `only` subset in the same workdir is no conflict
   # (each child run checks its own config), so there is nothing to refuse.
   train_lib.prepare_workdir(workdir)
   train_lib.write_config(workdir, config)
-  before = previous_verdicts(workdir)
-  claims = select(claims_lib.all_claims(), config.only)
+  tier = config.get("tier", "quick")
+  before = previous_verdicts(workdir, tier)
+  claims = at_tier(select(claims_lib.all_claims(), config.only), tier)
   runs = {}
   for c in claims:
     runs.setdefault((c.experiment, c.config, c.run_name), None)
@@ -327,7 +359,7 @@ def run(config, workdir) -> dict:
     len(runs),
     ", ".join(name for _, _, name in runs),
   )
-  outputs, failures = {}, {}
+  outputs, failures, seconds = {}, {}, {}
   total_start = time.perf_counter()
   jobs = config.jobs or min(4, os.cpu_count() or 1)
   order = schedule(list(runs), workdir, config.get("expected_seconds", {}))
@@ -361,14 +393,16 @@ def run(config, workdir) -> dict:
       time.perf_counter() - total_start,
       f": {error}" if error else "",
     )
-    return run_name, results, error
+    stamp = _read_stamp(os.path.join(workdir, run_name)) or {}
+    return run_name, results, error, stamp.get("seconds")
 
   with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
     futures = [pool.submit(one, i, *r) for i, r in enumerate(order, 1)]
     try:
       for future in concurrent.futures.as_completed(futures):
-        run_name, results, error = future.result()
+        run_name, results, error, took = future.result()
         outputs[run_name] = results
+        seconds[run_name] = took
         if error:
           failures[run_name] = error
     except BaseException:  # Ctrl-C: stop every running child, then re-raise.
@@ -386,12 +420,17 @@ def run(config, workdir) -> dict:
     for r in rows
     if r["claim"].name in before and before[r["claim"].name] != r["verdict"]
   }
+  scale = tier
+  if config.smoke:
+    scale = "smoke" if tier == "quick" else f"{tier},smoke"
   text = report_lib.render_markdown(
     rows,
     environment=environment_line(),
     failures=failures,
     changes=changes,
-    scale="smoke" if config.smoke else "quick",
+    scale=scale,
+    wall_seconds=total,
+    run_seconds=seconds,
   )
   report_path = os.path.join(workdir, "REPORT.md")
   if train_lib.is_main_process():
@@ -407,6 +446,11 @@ def run(config, workdir) -> dict:
         "verdict": r["verdict"],
         "reasons": r["reasons"],
         "sanity": r["claim"].sanity,
+        # None when settled (yes / no); else samples that would settle it
+        # (an int) or the text saying why there is no number.
+        "seeds_needed": r["seeds_needed"],
+        "seeds_ran": r["seeds_ran"],
+        "run": r["claim"].run_name,
       }
       for r in rows
     },
@@ -414,6 +458,15 @@ def run(config, workdir) -> dict:
     **{f"num_{v}": n for v, n in report_lib.counts(claim_rows).items()},
     "num_sanity": len(sanity_rows),
     "num_sanity_pass": report_lib.counts(sanity_rows)["yes"],
+    "tier": tier,
+    "wall_seconds": round(total, 1),
+    "run_seconds": seconds,
+    "papers": {
+      paper: report_lib.counts(
+        [r for r in claim_rows if r["claim"].paper == paper]
+      )
+      for paper in dict.fromkeys(r["claim"].paper for r in claim_rows)
+    },
     "verdict_changes": {k: list(v) for k, v in changes.items()},
     "failures": failures,
   }

@@ -17,6 +17,8 @@ _COMMON = dict(
   experiment="disaggregated_eval",
   config="quick",
   figures=("forest.png",),
+  no_samples="percentile bootstrap over the evaluation rows of one "
+  "simulated population (more rows, not seeds)",
 )
 _EQUIV = "in [-0.02, 0.02]"
 

@@ -12,7 +12,11 @@ from experiments.claims.report import NO_PAPER_VALUE
 from experiments.claims.report import banded
 
 _COMMON = dict(
-  paper="mix", experiment="mix", config="quick", figures=("metrics.png",)
+  paper="mix",
+  experiment="mix",
+  config="quick",
+  figures=("metrics.png",),
+  sample_unit="series",
 )
 
 
@@ -69,7 +73,13 @@ CLAIMS = [
 
 
 def _refine_claims(dataset, label):
-  common = dict(paper="mix", experiment="mix", config="quick", fmt="{:+.4f}")
+  common = dict(
+    paper="mix",
+    experiment="mix",
+    config="quick",
+    fmt="{:+.4f}",
+    sample_unit="series",
+  )
   return [
     banded(
       f"mix_kigv_refines_other_views_{label}",

@@ -24,6 +24,8 @@ def _paired(key: str, **kw) -> Claim:
   return Claim(
     metric=f"{key}.point",
     interval=(f"{key}.lo", f"{key}.hi"),
+    # One paired list per baseline; the claim needs every one settled.
+    samples=f"{key}.baselines.*.by_seed",
     comparator_diverged=f"{key}.comparator_finite_fraction",
     figures=("finetune.png",),
     paper_value=NO_PAPER_VALUE,
@@ -85,6 +87,8 @@ CLAIMS = [
     comparator_diverged="lr_ratio_vs_all.comparator_finite_fraction",
     metric="lr_ratio_vs_all.point",
     interval=("lr_ratio_vs_all.lo", "lr_ratio_vs_all.hi"),
+    no_samples="the band is the range of the selected lrs over seeds (a "
+    "grid choice), not a t interval",
     check=">= 3",
     fmt="{:.3g}x",
     figures=("finetune.png",),

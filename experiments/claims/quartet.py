@@ -34,6 +34,10 @@ _LLM_NOTE = (
   "freedom); a claim holds only if the whole interval passes."
 )
 _PAIRED = "paired over 3 seeds"
+_BOOTSTRAP = (
+  "bootstrap band over the sweep's (N, D) points of one seed, not a t "
+  "interval over seeds: more sizes and readings (the gpu tier), not seeds"
+)
 
 CLAIMS = [
   Claim(
@@ -68,6 +72,7 @@ CLAIMS = [
     metric="gap.quartet.mean",
     check="in [0.0, 0.15]",
     interval=("gap.quartet.lo", "gap.quartet.hi"),
+    samples="gap.quartet.per_seed",
     fmt="{:+.4f}",
     figures=("loss_curves.png",),
     note=_LLM_NOTE,
@@ -82,6 +87,7 @@ CLAIMS = [
     metric="gap.sr_bwd_only.mean",
     check="in [-0.03, 0.05]",
     interval=("gap.sr_bwd_only.lo", "gap.sr_bwd_only.hi"),
+    samples="gap.sr_bwd_only.per_seed",
     fmt="{:+.4f}",
     note=_LLM_NOTE,
     **_LLM,
@@ -96,6 +102,7 @@ CLAIMS = [
     metric="fwd_minus_bwd_gap.mean",
     check="> 0",
     interval=("fwd_minus_bwd_gap.lo", "fwd_minus_bwd_gap.hi"),
+    samples="fwd_minus_bwd_gap.per_seed",
     fmt="{:+.4f}",
     note=_LLM_NOTE,
     **_LLM,
@@ -143,6 +150,7 @@ CLAIMS = [
     check="< 1",
     fmt="{:.3f}",
     interval=("eff.quartet.eff_n_lo", "eff.quartet.eff_n_hi"),
+    no_samples=_BOOTSTRAP,
     figures=("scaling_fit.png",),
     note=_SCALE_NOTE,
     **_SCALING,
@@ -158,6 +166,7 @@ CLAIMS = [
     check="< 1",
     fmt="{:.3f}",
     interval=("eff.quartet.eff_d_lo", "eff.quartet.eff_d_hi"),
+    no_samples=_BOOTSTRAP,
     note=_SCALE_NOTE,
     **_SCALING,
   ),

@@ -21,14 +21,27 @@ Verdicts (the report must not be able to flatter us, issues 12 and 14):
 Sanity rows (`sanity=True`: bookkeeping identities, checks against our own
 earlier numbers) get the same verdicts but are listed apart and never counted
 as claims.
+
+Seeds needed (issue 35): for a claim that is not settled (unresolved or
+missing), the report says how many units (seeds, splits, series) would settle
+it, from the run's own per-unit paired differences (`Claim.samples`: mean m,
+standard deviation s) and the check's threshold c nearest to m: the smallest
+n with t_{0.975, n-1} s / sqrt(n) < |m - c|, the half-width of the same
+Student-t interval the band is (`lib.core.stats.mean_interval`); "not within
+1000 seeds" when m sits on c. A band that is not a t interval over per-unit
+samples (a bootstrap, a range, timing rounds) says so: "n/a: <why>".
 """
 
 import dataclasses
 import math
 import re
 
+import numpy as np
+
 VERDICTS = ("yes", "no", "unresolved", "missing")
 NO_PAPER_VALUE = "(none)"
+# The seeds-needed search stops here ("not within 1000 seeds").
+MAX_SEEDS = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +70,17 @@ class Claim:
   # Optional (low, high) metric keys of a spread of ours, e.g. a bootstrap
   # band: "0.86 [0.64, 1.63]". With it, "yes" needs the whole band to pass.
   interval: tuple[str, str] | None = None
+  # Key of the per-unit paired differences (a list) whose mean and Student-t
+  # interval are `metric` and `interval`, for the seeds-needed column; a '*'
+  # stands for every key of one level (one list per baseline: every one must
+  # settle). `samples_log`: the band is exp of the t interval of the logs
+  # (a geometric-mean ratio); the check's threshold is then compared in logs.
+  samples: str | None = None
+  samples_log: bool = False
+  sample_unit: str = "seeds"  # what one sample is: seeds, splits, series
+  # Why the band is not a t interval over per-unit samples (a bootstrap, a
+  # range over seeds, timing rounds): the seeds-needed column says "n/a: ...".
+  no_samples: str = ""
 
   def __post_init__(self):
     parse_check(self.check)
@@ -89,11 +113,14 @@ def banded(
   figures: tuple[str, ...] = (),
   **common,
 ) -> Claim:
-  """A claim on `metric`.mean whose interval is `metric`.lo / .hi (the layout
-  of `lib.core.stats.band`); `common` holds paper, experiment, config.
-  `figure` adds one figure to `figures`."""
+  """A claim on `metric`.mean whose interval is `metric`.lo / .hi and whose
+  per-unit samples are `metric`.seeds (the layout of `lib.core.stats.band`);
+  `common` holds paper, experiment, config. `figure` adds one figure to
+  `figures`."""
   if figure is not None:
     figures = tuple(figures) + (figure,)
+  if "no_samples" not in common:
+    common.setdefault("samples", f"{metric}.seeds")
   return Claim(
     name=name,
     claim=claim,
@@ -168,6 +195,103 @@ def lookup(results: dict, metric: str):
   return walk(results, 0)
 
 
+def check_thresholds(check: str) -> tuple[float, ...]:
+  """The numbers a check compares against: (t,) or (a, b) for 'in [a, b]'."""
+  parse_check(check)
+  op, x, a, b = _CHECK.match(check).groups()
+  return (float(x),) if op else (float(a), float(b))
+
+
+def seeds_to_settle(
+  m: float, s: float, c: float, level: float = 0.95, max_n: int = MAX_SEEDS
+) -> int | None:
+  """Smallest n >= 2 with t_{(1 + level) / 2, n - 1} s / sqrt(n) < |m - c|.
+
+  The number of paired samples whose Student-t interval of the mean (at the
+  same mean and standard deviation) lies wholly on one side of the threshold
+  c; None when no n <= max_n does (m sits on c, or too close).
+  """
+  from scipy import stats  # Host-side only, like lib.core.stats.
+
+  gap = abs(m - c)
+  if not (math.isfinite(gap) and math.isfinite(s)) or gap == 0:
+    return None
+  n = np.arange(2, max_n + 1)
+  half = stats.t.ppf(0.5 + level / 2, df=n - 1) * s / np.sqrt(n)
+  ok = np.flatnonzero(half < gap)
+  return int(n[ok[0]]) if ok.size else None
+
+
+def _sample_lists(results: dict, key: str) -> list:
+  """The lists at `key` ('*' = every key of that level); [] when absent."""
+  head, star, tail = key.partition(".*")
+  if not star:
+    found = lookup(results, key)
+    return [found] if isinstance(found, list) else []
+  parent = lookup(results, head) if head else results
+  if not isinstance(parent, dict):
+    return []
+  out = []
+  for sub in parent.values():
+    if isinstance(sub, dict):
+      out += _sample_lists(sub, tail.lstrip("."))
+  return out
+
+
+def sample_unit(claim: Claim, results: dict | None) -> str:
+  """What one sample is: a "units" text beside the samples in results (e.g.
+  "trajectories" when a run had one seed), else `claim.sample_unit`."""
+  if claim.samples and "*" not in claim.samples and "." in claim.samples:
+    units = lookup(results or {}, claim.samples.rsplit(".", 1)[0] + ".units")
+    if isinstance(units, str):
+      return units
+  return claim.sample_unit
+
+
+def seeds_needed(claim: Claim, results: dict | None, level: float = 0.95):
+  """How many samples would settle `claim`: an int, or a text saying why not.
+
+  From the per-unit paired differences at `claim.samples` (mean m, standard
+  deviation s, the check's threshold c nearest to m): `seeds_to_settle`.
+  Several lists ('*': one per baseline) need the largest n of them. Returns
+  "not within 1000 seeds" when m sits on c, "n/a: <why>" where the claim's
+  band is not built from per-unit samples or they are absent.
+  """
+  if claim.samples is None:
+    return "n/a: " + (claim.no_samples or "no per-unit samples")
+  lists = _sample_lists(results or {}, claim.samples)
+  if not lists:
+    return f"n/a: no `{claim.samples}` in results"
+  thresholds = check_thresholds(claim.check)
+  needs = []
+  for values in lists:
+    x = np.asarray(
+      [v if _is_number(v) else math.nan for v in values], np.float64
+    )
+    cs = np.asarray(thresholds, np.float64)
+    if claim.samples_log:
+      if np.any(x <= 0) or np.any(cs <= 0):
+        return "n/a: a ratio sample or threshold is not positive"
+      x, cs = np.log(x), np.log(cs)
+    if x.size < 2:
+      return f"n/a: fewer than 2 samples in `{claim.samples}`"
+    if not np.all(np.isfinite(x)):
+      return f"n/a: a sample in `{claim.samples}` is not finite (diverged)"
+    m, s = float(np.mean(x)), float(np.std(x, ddof=1))
+    c = float(cs[np.argmin(np.abs(cs - m))])
+    needs.append(seeds_to_settle(m, s, c, level))
+  if None in needs:
+    return f"not within {MAX_SEEDS} {sample_unit(claim, results)}"
+  return max(needs)
+
+
+def seeds_needed_text(needed, unit: str, ran: int | None = None) -> str:
+  """The REPORT.md cell: '12 seeds (ran 3)', or the reason as it is."""
+  if not isinstance(needed, int):
+    return str(needed)
+  return f"{needed} {unit}" + (f" (ran {ran})" if ran is not None else "")
+
+
 def _is_number(v) -> bool:
   return isinstance(v, int | float) and not isinstance(v, bool)
 
@@ -200,9 +324,11 @@ def _fmt(claim: Claim, value) -> str:
 def evaluate(claim: Claim, results: dict | None) -> dict:
   """Reads our number for `claim` from `results`; returns the report row.
 
-  The row: {"claim", "value", "ours", "verdict", "reasons", "holds"}, where
-  `verdict` is one of VERDICTS, `reasons` a list of short texts shown next to
-  it, and `holds` is `verdict == "yes"`.
+  The row: {"claim", "value", "ours", "verdict", "reasons", "holds",
+  "seeds_needed", "seeds_ran"}, where `verdict` is one of VERDICTS, `reasons`
+  a list of short texts shown next to it, `holds` is `verdict == "yes"`,
+  `seeds_needed` None for a settled claim (yes or no), else `seeds_needed()`,
+  and `seeds_ran` the number of samples the run has (None if unknown).
   """
   reasons = []
   if results is None:
@@ -211,6 +337,8 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
   value = lookup(results, claim.metric)
 
   def row(verdict, ours):
+    settled = verdict in ("yes", "no")
+    lists = _sample_lists(results, claim.samples) if claim.samples else []
     return {
       "claim": claim,
       "value": value,
@@ -218,6 +346,9 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
       "verdict": verdict,
       "reasons": reasons,
       "holds": verdict == "yes",
+      "seeds_needed": None if settled else seeds_needed(claim, results),
+      "seeds_ran": len(lists[0]) if lists else None,
+      "seeds_unit": sample_unit(claim, results),
     }
 
   if value is None or isinstance(value, dict | list):
@@ -306,6 +437,44 @@ def summary_line(rows: list[dict], scale: str = "quick") -> str:
   return line + "."
 
 
+def _duration(seconds: float | None) -> str:
+  if seconds is None or not math.isfinite(seconds):
+    return "-"
+  minutes, secs = divmod(int(round(seconds)), 60)
+  return f"{minutes}:{secs:02d}"
+
+
+def paper_table(rows: list[dict], run_seconds: dict | None = None) -> list[str]:
+  """Markdown lines: one row per paper with its verdict counts (claims only)
+  and the wall time of its runs (the sum of `run_seconds` over its runs, a
+  run's own duration even when the report reused it), then a total row."""
+  run_seconds = run_seconds or {}
+  papers = list(dict.fromkeys(r["claim"].paper for r in rows))
+  lines = [
+    "| paper | claims | yes | no | unresolved | missing | run time |",
+    "|---|---|---|---|---|---|---|",
+  ]
+
+  def line(label, subset, runs):
+    claims = [r for r in subset if not r["claim"].sanity]
+    n = counts(claims)
+    known = [run_seconds[k] for k in runs if run_seconds.get(k) is not None]
+    time = _duration(sum(known)) if known else "-"
+    return (
+      f"| {label} | {len(claims)} | "
+      + " | ".join(str(n[v]) for v in VERDICTS)
+      + f" | {time} |"
+    )
+
+  for paper in papers:
+    subset = [r for r in rows if r["claim"].paper == paper]
+    runs = dict.fromkeys(r["claim"].run_name for r in subset)
+    lines.append(line(paper, subset, runs))
+  runs = dict.fromkeys(r["claim"].run_name for r in rows)
+  lines.append(line("**all**", rows, runs))
+  return lines
+
+
 def render_markdown(
   rows: list[dict],
   *,
@@ -313,12 +482,17 @@ def render_markdown(
   failures: dict,
   changes: dict | None = None,
   scale: str = "quick",
+  wall_seconds: float | None = None,
+  run_seconds: dict | None = None,
 ) -> str:
-  """The REPORT.md text: claims, sanity checks, notes, failed runs, count.
+  """The REPORT.md text: summary, claims, sanity checks, notes, failed runs,
+  count.
 
-  `changes` ({claim name: (old verdict, new verdict)}, e.g. against the last
-  report in the same workdir) adds a closing list of the verdicts that changed,
-  each with the reasons of its new verdict.
+  The summary at the top is one row per paper (`paper_table`; `run_seconds`:
+  {run name: seconds}) under the job's wall time (`wall_seconds`). `changes`
+  ({claim name: (old verdict, new verdict)}, e.g. against the last report in
+  the same workdir) adds a closing list of the verdicts that changed, each
+  with the reasons of its new verdict.
   """
   claims = [r for r in rows if not r["claim"].sanity]
   sanity = [r for r in rows if r["claim"].sanity]
@@ -326,18 +500,32 @@ def render_markdown(
   def figs(c):
     return " ".join(f"[{f}]({c.run_name}/{f})" for f in c.figures)
 
-  lines = ["# Reproduction report", "", environment, "", "## Claims", ""]
+  lines = ["# Reproduction report", "", environment]
+  if wall_seconds is not None:
+    lines += ["", f"Wall time: {_duration(wall_seconds)} (m:ss) for the job."]
+  lines += ["", "## Summary", "", summary_line(rows, scale), ""]
+  lines += paper_table(rows, run_seconds)
+  lines += ["", "## Claims", ""]
   lines += [
     "| paper | claim | paper value | ours | comparator | check | verdict "
-    "| figures |",
-    "|---|---|---|---|---|---|---|---|",
+    "| seeds to settle | figures |",
+    "|---|---|---|---|---|---|---|---|---|",
   ]
   for row in claims:
     c = row["claim"]
+    needed = row.get("seeds_needed")
+    settle = (
+      "-"
+      if needed is None
+      else seeds_needed_text(
+        needed, row.get("seeds_unit", c.sample_unit), row.get("seeds_ran")
+      )
+    )
     lines.append(
       f"| {c.paper} | {_cell(c.claim)} | {_cell(c.paper_value)} | "
       f"{_cell(row['ours'])} | {_cell(c.comparator)} | "
-      f"`{c.metric} {c.check}` | {_cell(_verdict_cell(row))} | {figs(c)} |"
+      f"`{c.metric} {c.check}` | {_cell(_verdict_cell(row))} | "
+      f"{_cell(settle)} | {figs(c)} |"
     )
   if sanity:
     lines += [

@@ -26,3 +26,15 @@ def test_locked_config_rejects_typos():
     config.lerning_rate = 1.0
   with pytest.raises(ValueError, match="unknown training key"):
     common.train_config(lerning_rate=1.0)
+
+
+def test_variant_of_copies_and_refuses_new_keys():
+  base = common.lock(common.train_config(num_steps=7))
+  base.unlock()
+  base.variant = "quick"
+  config = common.variant_of(base, "gpu")
+  assert (config.variant, config.num_steps, base.variant) == ("gpu", 7, "quick")
+  config.num_steps = 9  # a change of an existing key
+  assert base.num_steps == 7
+  with pytest.raises(AttributeError, match="num_step"):
+    config.num_step = 9  # a typo

@@ -2,7 +2,9 @@
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from experiments.claims import report
 
@@ -196,7 +198,7 @@ def test_report_with_diverged_baseline_and_straddling_interval():
   claims_part, sanity_part = text.split("## Sanity checks")
   assert (
     "| paper | claim | paper value | ours | comparator | check | verdict "
-    "| figures |" in claims_part
+    "| seeds to settle | figures |" in claims_part
   )
   kdv_line = next(ln for ln in claims_part.splitlines() if "corr_time" in ln)
   assert "| du/dt CNN |" in kdv_line and "**no** (baseline diverged" in kdv_line
@@ -231,3 +233,132 @@ def test_changed_verdicts_are_listed_with_their_reasons():
   assert "- `kdv`: yes -> no (baseline diverged (`f` = 0.0))" in text
   assert "1 claim at the quick scale: 0 yes, 1 no" in text
   assert "## Sanity checks" not in text
+
+
+_WHERE = dict(paper="p", experiment="e", config="quick")
+
+
+def _expected_seeds(m, s, c):
+  """The oracle, from scipy's t quantile: smallest n with
+  t_{0.975, n-1} s / sqrt(n) < |m - c| (None past 1000)."""
+  for n in range(2, 1001):
+    if stats.t.ppf(0.975, n - 1) * s / math.sqrt(n) < abs(m - c):
+      return n
+  return None
+
+
+def _samples(m, s, n):
+  """n numbers whose mean is m and standard deviation (ddof 1) is s."""
+  z = np.sin(np.arange(1.0, n + 1))  # any spread-out numbers
+  z = (z - z.mean()) / z.std(ddof=1)
+  return (m + s * z).tolist()
+
+
+def _banded_results(m, s, n):
+  """results.json of a seed-banded metric: mean, t interval, per-seed list."""
+  half = stats.t.ppf(0.975, n - 1) * s / math.sqrt(n)
+  return {
+    "d": {"mean": m, "lo": m - half, "hi": m + half, "seeds": _samples(m, s, n)}
+  }
+
+
+@pytest.mark.parametrize(
+  "m,s,n,check,c",
+  [
+    (0.1, 0.2, 3, "> 0", 0.0),  # needs ~ (1.96 * 2)^2 = 16 seeds and then some
+    (-0.004, 0.03, 3, ">= 0", 0.0),  # fails inside the noise
+    (0.12, 0.05, 4, "in [0.0, 0.15]", 0.15),  # nearer the upper end
+    (0.5, 1e-3, 2, "> 0.4999", 0.4999),  # tiny spread: yet 2 seeds may not do
+  ],
+)
+def test_seeds_needed_from_known_mean_and_spread(m, s, n, check, c):
+  claim = report.banded("x", "d", "claim", "1", "B", check, **_WHERE)
+  row = report.evaluate(claim, _banded_results(m, s, n))
+  assert row["verdict"] == "unresolved", row
+  expected = _expected_seeds(m, s, c)
+  assert expected is not None and expected > n
+  assert row["seeds_needed"] == expected
+  assert row["seeds_ran"] == n
+  # The number is where the interval first clears c, and not one seed earlier.
+  assert stats.t.ppf(0.975, expected - 1) * s / math.sqrt(expected) < abs(m - c)
+  assert stats.t.ppf(0.975, expected - 2) * s / math.sqrt(expected - 1) >= abs(
+    m - c
+  )
+  text = report.render_markdown([row], environment="env", failures={})
+  assert f"| {expected} seeds (ran {n}) |" in text
+
+
+def test_seeds_needed_when_the_mean_sits_on_the_check_or_is_settled():
+  claim = report.banded("x", "d", "claim", "1", "B", ">= 0", **_WHERE)
+  row = report.evaluate(claim, _banded_results(0.0, 0.1, 3))
+  assert row["verdict"] == "unresolved"
+  assert row["seeds_needed"] == "not within 1000 seeds"
+  settled = report.evaluate(claim, _banded_results(1.0, 0.1, 3))
+  assert settled["verdict"] == "yes" and settled["seeds_needed"] is None
+  text = report.render_markdown([settled], environment="env", failures={})
+  assert "| yes | - |" in text
+
+
+def test_seeds_needed_of_log_ratios_every_baseline_and_no_samples():
+  # A geometric-mean ratio: t interval of the logs against log(threshold).
+  ratios = np.exp(_samples(math.log(12.0), 0.5, 3)).tolist()
+  claim = _claim(
+    check=">= 10",
+    interval=("a.lo", "a.hi"),
+    samples="a.per_unit",
+    samples_log=True,
+  )
+  results = {"a": {"b": 12.0, "lo": 5.0, "hi": 30.0, "per_unit": ratios}}
+  row = report.evaluate(claim, results)
+  assert row["verdict"] == "unresolved"
+  assert row["seeds_needed"] == _expected_seeds(
+    math.log(12.0), 0.5, math.log(10.0)
+  )
+  # One paired list per baseline: the claim needs the largest n of them.
+  claim = _claim(
+    check="> 0", interval=("a.lo", "a.hi"), samples="a.baselines.*.by_seed"
+  )
+  per = {
+    "adam": {"by_seed": _samples(0.2, 0.1, 3)},
+    "mask": {"by_seed": _samples(0.05, 0.1, 3)},
+    "dead": {"diverged": True},
+  }
+  results = {"a": {"b": 0.05, "lo": -0.2, "hi": 0.3, "baselines": per}}
+  row = report.evaluate(claim, results)
+  assert row["seeds_needed"] == max(
+    _expected_seeds(0.2, 0.1, 0.0), _expected_seeds(0.05, 0.1, 0.0)
+  )
+  # A band that is not a t interval over samples says why; absent samples too.
+  claim = _claim(interval=("a.lo", "a.hi"), no_samples="bootstrap over rows")
+  results = {"a": {"b": 0.6, "lo": 0.4, "hi": 0.9}}
+  row = report.evaluate(claim, results)
+  assert row["seeds_needed"] == "n/a: bootstrap over rows"
+  claim = _claim(interval=("a.lo", "a.hi"), samples="a.seeds")
+  row = report.evaluate(claim, results)
+  assert row["seeds_needed"] == "n/a: no `a.seeds` in results"
+
+
+def test_summary_table_counts_each_paper_and_its_run_time():
+  def row(name, paper, verdict, experiment="e", sanity=False):
+    claim = _claim(name=name, paper=paper, experiment=experiment, sanity=sanity)
+    return {"claim": claim, "verdict": verdict, "reasons": [], "ours": "1"}
+
+  rows = [
+    row("a", "p", "yes", "e1"),
+    row("b", "p", "unresolved", "e2"),
+    row("c", "q", "no", "e3"),
+    row("d", "q", "missing", "e3"),
+    row("s", "q", "yes", "e3", sanity=True),  # not counted as a claim
+  ]
+  text = report.render_markdown(
+    rows,
+    environment="env",
+    failures={},
+    wall_seconds=125.0,
+    run_seconds={"e1": 40.0, "e2": 25.4, "e3": 61.0},
+  )
+  head = text.split("## Claims")[0]
+  assert "Wall time: 2:05 (m:ss) for the job." in head
+  assert "| p | 2 | 1 | 0 | 1 | 0 | 1:05 |" in head
+  assert "| q | 2 | 0 | 1 | 0 | 1 | 1:01 |" in head
+  assert "| **all** | 4 | 1 | 1 | 1 | 1 | 2:06 |" in head

@@ -48,7 +48,14 @@ def test_smoke_report_for_one_paper(tmp_path, caplog, monkeypatch):
   assert (tmp_path / "simplicity_bias" / "log.txt").stat().st_size > 0
   text = (tmp_path / "REPORT.md").read_text()
   assert results["failures"] == {}
-  assert results["num_claims"] == text.count("| simplicity_bias |") > 0
+  claims_part = text.split("## Claims")[1]
+  assert results["num_claims"] == claims_part.count("| simplicity_bias |") > 0
+  # The summary table: the paper's counts and its run's time.
+  n = results["papers"]["simplicity_bias"]
+  assert (
+    f"| simplicity_bias | {results['num_claims']} | {n['yes']} | {n['no']} | "
+    f"{n['unresolved']} | {n['missing']} | " in text.split("## Claims")[0]
+  )
   assert results["num_claims"] == sum(
     results[f"num_{v}"] for v in report.VERDICTS
   )
@@ -174,3 +181,27 @@ def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
   for name in ("simplicity_bias", "sadl"):
     stamp = json.loads((tmp_path / "w" / name / "stamp.json").read_text())
     assert stamp["status"] == "done" and stamp["seconds"] >= 0
+
+
+def test_the_gpu_tier_runs_gpu_variants_in_their_own_directories(
+  tmp_path, monkeypatch
+):
+  calls = []
+
+  def fake_run(experiment, config_arg, workdir, timeout, name, cache_dir=None):
+    calls.append((experiment, config_arg, os.path.basename(workdir)))
+    return {"acc_gap": 0.01}, None
+
+  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  config = config_lib.get_config("gpu,only=simplicity_bias")
+  results = reproduce.run(config, str(tmp_path))
+  assert calls == [("simplicity_bias", "gpu", "simplicity_bias_gpu")]
+  assert results["tier"] == "gpu"
+  assert results["claims"]["sb_adam_more_accurate"]["run"] == (
+    "simplicity_bias_gpu"
+  )
+  text = (tmp_path / "REPORT.md").read_text()
+  assert "claims at the gpu scale" in text and "Wall time: " in text
+  # A quick report in the same workdir is no "change" of the gpu one.
+  assert reproduce.previous_verdicts(str(tmp_path), "quick") == {}
+  assert reproduce.previous_verdicts(str(tmp_path), "gpu")
