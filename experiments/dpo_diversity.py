@@ -489,7 +489,6 @@ def run(config, workdir) -> dict:
       s["fit_b"]["lo"],
       s["fit_b"]["hi"],
     )
-  figures(workdir, config, acc, summary)
   results = {
     **summary,
     "finite": bool(
@@ -505,7 +504,9 @@ def run(config, workdir) -> dict:
       "embeddings": config.embeddings,
     },
   }
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, config, acc, summary)
+  return results
 
 
 if __name__ == "__main__":
