@@ -66,7 +66,6 @@ def main(run) -> None:
       )
     from lib.core.errors import UserError
     from lib.train import initialize_distributed
-    from lib.train import workdir as workdir_lib
 
     try:  # ml_collections loads the config file lazily, on first use.
       config = flags.FLAGS.config
@@ -76,14 +75,10 @@ def main(run) -> None:
     logging.set_verbosity(logging.INFO)
     logging.get_absl_handler().addFilter(_QuietLibraries())
     try:
-      # Training sections first: a bad log_every must not reach the
-      # experiment's own checks (which divide by it).
-      workdir_lib.validate_sections(config)
       initialize_distributed(
         flags.FLAGS.distributed, timeout_s=flags.FLAGS.distributed_timeout_s
       )
-      with workdir_lib.lock(flags.FLAGS.workdir):
-        run(config, flags.FLAGS.workdir)
+      execute(run, config, flags.FLAGS.workdir)
     except preemption.Preempted as e:
       logging.warning("%s", e)
       sys.exit(e.exit_code)
@@ -95,6 +90,21 @@ def main(run) -> None:
       sys.exit(f"error: {message}")
 
   app.run(_main, flags_parser=_parse_flags)
+
+
+def execute(run, config, workdir):
+  """What the CLI does once JAX is up: the steps tests can call in process.
+
+  The training sections are validated first (a bad log_every must not reach
+  an experiment's own checks, which divide by it), then `run(config,
+  workdir)` runs holding the workdir's lock. Errors propagate; `main` prints
+  them.
+  """
+  from lib.train import workdir as workdir_lib
+
+  workdir_lib.validate_sections(config)
+  with workdir_lib.lock(workdir):
+    return run(config, workdir)
 
 
 # OSError numbers that say the filesystem refused, not that the code is wrong.
