@@ -101,9 +101,13 @@ def _group_codes(group_values) -> dict | None:
 def _value(text, role: str, name: str, where: str, codes):
   """One cell as a number of its role, or a ConfigError naming it."""
 
+  expected = _EXPECTED[role]
+  if role == "group" and codes is not None:
+    expected = f"one of the mapped group values {list(codes)}"
+
   def fail(what):
     raise errors.ConfigError(
-      f"{where}, column {name!r}: {what}; expected {_EXPECTED[role]}"
+      f"{where}, column {name!r}: {what}; expected {expected}"
     )
 
   if text is None or not text.strip():
@@ -111,7 +115,7 @@ def _value(text, role: str, name: str, where: str, codes):
   text = text.strip()
   if role == "group" and codes is not None:
     if text not in codes:
-      fail(f"{text!r} is neither of the mapped group values {list(codes)}")
+      fail(f"{text!r} is not a mapped group value")
     return codes[text]
   try:
     value = float(text)

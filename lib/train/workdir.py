@@ -15,6 +15,7 @@ import json
 import math
 import os
 import socket
+import sys
 import time
 
 import jax
@@ -343,8 +344,6 @@ def draw_figure(draw, *args, **kwargs) -> bool:
   (a plotting error, a full disk) is one warning naming it, never a lost
   result. Returns whether the figure was written.
   """
-  import sys
-
   try:
     draw(*args, **kwargs)
     return True

@@ -595,8 +595,8 @@ IN_PROCESS = [
       "0.2,0,F\n0.7,1,F\n0.4,0,M\n0.9,1,X\n",
       csv_group_values=("F", "M"),
     ),
-    r"row 4 .*column 'group': 'X' is neither of the mapped group values "
-    r"\['F', 'M'\]",
+    r"row 4 .*column 'group': 'X' is not a mapped group value; expected "
+    r"one of the mapped group values \['F', 'M'\]",
   ),
   (
     "csv_group_values_not_two",
