@@ -7,7 +7,9 @@ Variants: (default) the paper's sizes (50k train, 20k eval, 1000 resamples);
   quick: 20k / 20k, 200 resamples; add ',smoke' for a seconds-long run.
 Your own scores (e.g. a model on ACS PUMS, downloaded by you): a CSV with a
 header, --config.csv_path=/path/scores.csv and the column names in
-config.csv_columns (score, label, group; x optional: then T_a(X) too).
+config.csv_columns (score, label, group; x optional: then T_a(X) too);
+scores are probabilities, labels 0/1, groups 0/1 (or name the group column's
+two values: --config.csv_group_values="('F','M')").
 """
 
 import ml_collections
@@ -48,6 +50,9 @@ def get_config(arg=None):
   # A user's CSV ("" = the simulated settings only). Tests do not use it.
   config.csv_path = ""
   config.csv_columns = dict(score="score", label="label", group="group", x="")
+  # The group column's two values for groups 0 and 1, e.g. ("F", "M");
+  # () when it holds 0 and 1.
+  config.csv_group_values = ()
   if arg.variant == "quick":
     config.n_train = 20_000
     # 50k evaluation rows: at 20k the 95 % interval of the anticausal T_1(Y)

@@ -90,5 +90,7 @@ def integers(values, key: str, *, minimum: int = 1, length=None) -> None:
 
 
 def multiple_of(value: int, factor: int, what: str) -> None:
+  if isinstance(factor, bool) or not isinstance(factor, int) or factor <= 0:
+    _fail(f"{what}={value} must be a multiple of {factor!r}, which is not > 0")
   if value % factor:
     _fail(f"{what}={value} must be a multiple of {factor}")

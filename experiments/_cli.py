@@ -2,17 +2,22 @@
 
 Each `experiments/<name>.py` ends with `_cli.main(run)`. This module defines the
 flags (`--config`, locked; `--workdir`; `--distributed` and its
-`--distributed_timeout_s`), starts JAX (distributed when asked), calls
-`run(config, workdir)`, and turns bad input into a one-line error.
+`--distributed_timeout_s`), starts JAX (distributed when asked), takes the
+workdir's lock (one run per workdir, `lib.train.workdir.lock`), calls
+`run(config, workdir)`, and turns bad input into a one-line error. SIGTERM and
+SIGINT anywhere stop the run with a "preempted" line and exit code 128 + signal
+(`lib.train.preemption`); a rerun resumes.
 
 What counts as bad input (printed as `error: <message>` on one line, exit code 1,
-no traceback): any `lib.core.errors.UserError`, and any exception whose class
-says `user_error = True`. The marker is for code that may not import `lib`
-(`pallas_kernels`: e.g. the FFI loader's "library not built" error, an
+no traceback): any `lib.core.errors.UserError`, any exception whose class
+says `user_error = True`, and an OSError of the filesystem (full disk, quota,
+read-only, permissions), named with its path. The marker is for code that may
+not import `lib` (`pallas_kernels`: e.g. the FFI loader's "library not built" error, an
 `mx_matmul` shape mismatch), so it keeps its own ValueError/RuntimeError
 subclasses. Anything else is a bug and keeps its traceback.
 """
 
+import errno
 import sys
 
 from absl import app
@@ -51,10 +56,15 @@ def main(run) -> None:
   _define_flags()
 
   def _main(argv):
+    from lib.train import preemption
+
+    preemption.install()  # SIGTERM/SIGINT: a "preempted" line, not a kill
     if len(argv) > 1:
-      raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+      sys.exit(
+        f"error: unexpected positional argument(s) {argv[1:]}: every "
+        "setting is a flag (--config.<key>=<value>, --workdir=...)"
+      )
     from lib.core.errors import UserError
-    from lib.train import Preempted
     from lib.train import initialize_distributed
 
     try:  # ml_collections loads the config file lazily, on first use.
@@ -68,10 +78,10 @@ def main(run) -> None:
       initialize_distributed(
         flags.FLAGS.distributed, timeout_s=flags.FLAGS.distributed_timeout_s
       )
-      run(config, flags.FLAGS.workdir)
-    except Preempted as e:
+      execute(run, config, flags.FLAGS.workdir)
+    except preemption.Preempted as e:
       logging.warning("%s", e)
-      sys.exit(143)
+      sys.exit(e.exit_code)
     except Exception as e:
       if not is_user_error(e, UserError):
         raise
@@ -82,15 +92,51 @@ def main(run) -> None:
   app.run(_main, flags_parser=_parse_flags)
 
 
+def execute(run, config, workdir):
+  """What the CLI does once JAX is up: the steps tests can call in process.
+
+  The training sections are validated first (a bad log_every must not reach
+  an experiment's own checks, which divide by it), then `run(config,
+  workdir)` runs holding the workdir's lock. Errors propagate; `main` prints
+  them.
+  """
+  from lib.train import workdir as workdir_lib
+
+  workdir_lib.validate_sections(config)
+  with workdir_lib.lock(workdir):
+    return run(config, workdir)
+
+
+# OSError numbers that say the filesystem refused, not that the code is wrong.
+_FILESYSTEM_ERRNOS = frozenset(
+  (
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EIO,
+    errno.EMFILE,
+    errno.ENFILE,
+  )
+)
+
+
 def is_user_error(e: BaseException, user_error_type=None) -> bool:
-  """A `UserError`, or an exception whose class sets `user_error = True`."""
+  """A `UserError`, an exception whose class sets `user_error = True`, or an
+  OSError of the filesystem (full disk, quota, read-only, permissions)."""
   if user_error_type is not None and isinstance(e, user_error_type):
+    return True
+  if isinstance(e, OSError) and e.errno in _FILESYSTEM_ERRNOS:
     return True
   return getattr(type(e), "user_error", False) is True
 
 
 def one_line(e: BaseException) -> str:
-  """The exception's message on one line (its lines joined)."""
+  """The exception's message on one line (its lines joined); a filesystem
+  OSError as '<path>: <reason>'."""
+  if isinstance(e, OSError) and e.errno in _FILESYSTEM_ERRNOS:
+    return f"{e.filename or 'a file'}: {e.strerror or e}"
   lines = [line.strip() for line in str(e).splitlines() if line.strip()]
   return " ".join(lines) or type(e).__name__
 

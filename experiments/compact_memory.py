@@ -480,8 +480,21 @@ def train_dataset(
   }
 
 
-def run_dataset(config, name, workdir) -> tuple[dict, dict]:
+def load_checked(config, name: str):
+  """`load_dataset`, then what the run needs of its tasks (a one-line error)."""
   tasks, spec = load_dataset(config, name)
+  file = name == "file"
+  continual.check_tasks(
+    tasks,
+    spec["sizes"],
+    config.feature_file if file else name,
+    "config.file_memory_sizes" if file else f"config.{name}.memory_sizes",
+  )
+  return tasks, spec
+
+
+def run_dataset(config, name, workdir, loaded=None) -> tuple[dict, dict]:
+  tasks, spec = loaded or load_checked(config, name)
   sizes = tuple(spec["sizes"])
   logging.info(
     "%s: %d tasks, %d training points, d=%d, %d classes",
@@ -724,17 +737,26 @@ def run(config, workdir) -> dict:
   train_lib.prepare_run(workdir, config)
   results = {}
   traces = {}
+  # Every dataset (a user's file above all) is checked before any trains.
+  loaded = {name: load_checked(config, name) for name in config.datasets}
   with jax.enable_x64(True):  # the official code runs in float64
     sweep = train_lib.Sweep(len(config.datasets), name="compact_memory")
     for name in config.datasets:
       with sweep.run(name):
-        results[name], traces[name] = run_dataset(config, name, workdir)
-  accuracy_figure(os.path.join(workdir, "accuracy_vs_memory.png"), results)
+        results[name], traces[name] = run_dataset(
+          config, name, workdir, loaded[name]
+        )
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(
+    accuracy_figure, os.path.join(workdir, "accuracy_vs_memory.png"), results
+  )
   if "moons" in traces:
-    boundary_figure(
-      os.path.join(workdir, "moons_boundaries.png"), traces["moons"]
+    train_lib.draw_figure(
+      boundary_figure,
+      os.path.join(workdir, "moons_boundaries.png"),
+      traces["moons"],
     )
-  return train_lib.write_results(workdir, results)
+  return results
 
 
 if __name__ == "__main__":

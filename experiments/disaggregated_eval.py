@@ -59,6 +59,13 @@ def check_config(config) -> None:
       errors.ConfigError,
       f"config.csv_columns.{role} must name a column of config.csv_path",
     )
+  values = config.csv_group_values
+  errors.check(
+    isinstance(values, tuple | list) and len(values) in (0, 2),
+    errors.ConfigError,
+    f"config.csv_group_values={values!r} must be () or the two values of "
+    "the group column meaning group 0 and group 1",
+  )
 
 
 def _x_features(x, degree):
@@ -216,12 +223,18 @@ def run_setting(config, name, key) -> dict:
 
 
 def forest_figure(path, results, margin) -> None:
+  """Each statistic's point estimate and its interval, drawn as given.
+
+  A percentile interval need not contain the point estimate (a skewed
+  statistic, few resamples): the interval is drawn from lo to hi as it is,
+  and a point outside it is drawn hollow, never as a negative error bar.
+  """
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
-  names = [n for n in results if n != "csv"]
+  names = [n for n in results if n != "margin"]
   stats = ("disparity", "T1(X)", "T1(Y)", "T1(R)")
   metrics = (("xa", "log_loss"), ("x", "recall"))
   fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(names) * 4 + 1))
@@ -229,31 +242,44 @@ def forest_figure(path, results, margin) -> None:
     rows, labels = 0, []
     for n in names:
       for j, s in enumerate(stats):
-        v = results[n][model][s][metric]
-        ax.errorbar(
-          v["mean"],
-          rows,
-          xerr=[[v["mean"] - v["lo"]], [v["hi"] - v["mean"]]],
-          fmt="o",
-          color=f"C{j}",
-          ms=3,
-          capsize=2,
-        )
+        v = results[n][model].get(s, {}).get(metric)
+        if v is not None:  # T1(X) is absent for a CSV without x.
+          inside = v["lo"] <= v["mean"] <= v["hi"]
+          ax.hlines(rows, v["lo"], v["hi"], color=f"C{j}", lw=1.2)
+          ax.plot(
+            v["mean"],
+            rows,
+            "o",
+            color=f"C{j}",
+            mfc=f"C{j}" if inside else "white",
+            ms=3,
+          )
         labels.append(f"{n}: {s}")
         rows += 1
     ax.axvline(0, color="k", lw=0.8)
     ax.axvspan(-margin, margin, color="gray", alpha=0.15)
     ax.set_yticks(range(rows), labels, fontsize=6)
     ax.invert_yaxis()
-    ax.set_title(f"f({'X, A' if model == 'xa' else 'X'}) {metric}: 95% CI")
+    ax.set_title(
+      f"f({'X, A' if model == 'xa' else 'X'}) {metric}: 95% CI "
+      "(hollow: point outside its interval)",
+      fontsize=9,
+    )
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
+  # The user's CSV is read and checked first, before minutes of simulation.
+  data = None
+  if config.csv_path:
+    data = ev.load_csv(
+      config.csv_path,
+      dict(config.csv_columns),
+      tuple(config.csv_group_values),
+    )
   results = {}
   root = jax.random.key(config.seed)
   sweep = train_lib.Sweep(len(config.settings), name="disaggregated_eval")
@@ -272,15 +298,17 @@ def run(config, workdir) -> dict:
       t["lo"],
       t["hi"],
     )
-  if config.csv_path:
-    data = ev.load_csv(config.csv_path, dict(config.csv_columns))
+  if data is not None:
     scores = {"xa": data["p"], "x": data["p"]}
     results["csv"] = evaluate(
       config, scores, data["y"], data["a"], data.get("x")
     )
-  forest_figure(os.path.join(workdir, "forest.png"), results, config.margin)
   results["margin"] = config.margin
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(
+    forest_figure, os.path.join(workdir, "forest.png"), results, config.margin
+  )
+  return results
 
 
 if __name__ == "__main__":

@@ -623,7 +623,6 @@ def run(config, workdir) -> dict:
         s["fit_b"]["hi"],
         s["sse_lin_minus_log"]["mean"],
       )
-  figures(workdir, config, summary)
   results = {
     **summary,
     "finite": bool(
@@ -640,7 +639,9 @@ def run(config, workdir) -> dict:
       "embeddings": config.embeddings,
     },
   }
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, config, summary)
+  return results
 
 
 if __name__ == "__main__":

@@ -52,6 +52,11 @@ def check_config(config) -> None:
   _checks.integer(config.latent, "config.latent")
   _checks.number(config.beta, "config.beta", above=0)
   _checks.number(config.lr, "config.lr", above=0)
+  if not isinstance(config.taus, tuple | list) or not config.taus:
+    raise errors.ConfigError(
+      f"config.taus={config.taus!r} names no DRAG temperature; give at "
+      "least one (e.g. (1.0,))"
+    )
   for i, tau in enumerate(config.taus):
     try:
       drag.check_tau(tau)
@@ -279,8 +284,9 @@ def run(config, workdir) -> dict:
       r["visited_entropy"]["mean"],
       r["imagined_coverage"]["mean"],
     )
-  figures(workdir, names, out, results)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, names, out, results)
+  return results
 
 
 def figures(workdir, names, out, results) -> None:

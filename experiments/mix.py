@@ -446,9 +446,15 @@ def run(config, workdir) -> dict:
         res["deletion"]["gain_over_time_ig"]["lo"],
         res["deletion"]["gain_over_time_ig"]["hi"],
       )
-  figure(os.path.join(workdir, "metrics.png"), results)
-  heat_strips(os.path.join(workdir, "heat_strips.png"), examples, config.levels)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figure, os.path.join(workdir, "metrics.png"), results)
+  train_lib.draw_figure(
+    heat_strips,
+    os.path.join(workdir, "heat_strips.png"),
+    examples,
+    config.levels,
+  )
+  return results
 
 
 if __name__ == "__main__":

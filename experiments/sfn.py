@@ -453,8 +453,9 @@ def run(config, workdir) -> dict:
     ]
     for k, v in results["destruction"].items()
   }
-  figures(workdir, config, results, a, b)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, config, results, a, b)
+  return results
 
 
 def figures(workdir, config, results, a, b) -> None:

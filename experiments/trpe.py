@@ -257,8 +257,9 @@ def run(config, workdir) -> dict:
       r["zero_shot_success"]["mean"],
       r["finetune_success_auc"]["mean"],
     )
-  figures(workdir, grid, sources, ev, results)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, grid, sources, ev, results)
+  return results
 
 
 def figures(workdir, grid, sources, ev, results) -> None:

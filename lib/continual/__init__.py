@@ -20,6 +20,7 @@ References:
 
 from lib.continual.data import Tasks
 from lib.continual.data import add_bias
+from lib.continual.data import check_tasks
 from lib.continual.data import four_moons
 from lib.continual.data import from_arrays
 from lib.continual.data import load_feature_file

@@ -9,6 +9,7 @@ Jung et al., "How to Train Your Compact Memory", NeurIPS 2025.
 
 import dataclasses
 import os
+import zipfile
 
 import numpy as np
 
@@ -42,18 +43,74 @@ def add_bias(x) -> np.ndarray:
 
 
 def check_labels(y, num_classes: int, what: str) -> np.ndarray:
-  """Integer labels in [0, num_classes), else a one-line ConfigError."""
+  """Integer labels in [0, num_classes), else a one-line error naming the
+  first bad entry."""
   y = np.asarray(y)
   if y.ndim != 1:
     raise errors.ShapeError(f"{what} must be 1-D, got shape {y.shape}")
-  if y.size and not np.all(np.equal(np.mod(y, 1), 0)):
-    raise errors.ConfigError(f"{what} holds non-integer labels")
+  _check_integers(y, what, "labels")
   if y.size and (y.min() < 0 or y.max() >= num_classes):
     raise errors.ConfigError(
       f"{what} holds labels outside [0, {num_classes}): "
       f"min {y.min()}, max {y.max()}"
     )
   return y.astype(np.int32)
+
+
+def _check_integers(v, what: str, expected: str) -> None:
+  """Finite whole numbers; else a ConfigError naming the first bad index."""
+  if not np.issubdtype(v.dtype, np.number) or np.issubdtype(
+    v.dtype, np.complexfloating
+  ):
+    raise errors.ConfigError(
+      f"{what} has dtype {v.dtype}; expected integer {expected}"
+    )
+  bad = ~np.isfinite(v) | (np.mod(v, 1) != 0) if v.size else v.astype(bool)
+  if np.any(bad):
+    i = int(np.flatnonzero(bad)[0])
+    raise errors.ConfigError(
+      f"{what}[{i}] is {v[i].item()!r}; expected integer {expected} "
+      f"({int(bad.sum())} such entries)"
+    )
+
+
+def check_tasks(tasks: Tasks, memory_sizes, what: str, key: str) -> None:
+  """What a continual run with these memory sizes needs of the tasks.
+
+  At least two tasks (the memory carries task t to t + 1), a training
+  example in every task, and every memory size no larger than the training
+  examples of each task it summarises (tasks 1..T-1).
+
+  Args:
+    tasks: the loaded tasks.
+    memory_sizes: memory points per task.
+    what: the data's name for messages (e.g. the file).
+    key: the config key of the memory sizes, for messages.
+
+  Raises:
+    ConfigError naming the task and the sizes.
+  """
+  sizes = [len(y) for y in tasks.y_train]
+  if len(sizes) < 2:
+    raise errors.ConfigError(
+      f"{what} holds {len(sizes)} task: a continual run needs at least 2 "
+      "(distinct task_ids)"
+    )
+  for t, n in enumerate(sizes):
+    if n == 0:
+      raise errors.ConfigError(
+        f"{what}: task {t + 1} of {len(sizes)} keeps no training example "
+        "after the test split; give it more examples or a smaller test "
+        "fraction"
+      )
+  smallest = min(sizes[:-1])
+  t = sizes.index(smallest)
+  big = [k for k in memory_sizes if k > smallest]
+  if big:
+    raise errors.ConfigError(
+      f"{key} holds {big[0]}, more memory points than task {t + 1} of "
+      f"{what} has training examples ({smallest}); use sizes <= {smallest}"
+    )
 
 
 def _check_finite(x, what: str) -> None:
@@ -93,7 +150,16 @@ def from_arrays(
     )
   if len(x) == 0:
     raise errors.ShapeError(f"{what} holds no examples")
+  if not np.issubdtype(x.dtype, np.number):
+    raise errors.ConfigError(
+      f"{what} features have dtype {x.dtype}; expected numbers"
+    )
   _check_finite(x, what)
+  if t.ndim != 1:
+    raise errors.ShapeError(f"{what} task ids must be 1-D, got {t.shape}")
+  _check_integers(t, f"{what} task_ids", "task ids")
+  if y.ndim == 1:
+    _check_integers(y, f"{what} labels", "labels")
   if num_classes is None:
     num_classes = int(np.max(y)) + 1 if y.size else 0
   y = check_labels(y, num_classes, f"{what} labels")
@@ -115,21 +181,44 @@ def from_arrays(
   )
 
 
+FEATURE_KEYS = ("features", "labels", "task_ids")
+
+
 def load_feature_file(path: str, **kwargs) -> Tasks:
   """A user's own features (.npz with `features`, `labels`, `task_ids`).
 
-  E.g. CLIP embeddings of their own images; see `from_arrays` for the split.
+  E.g. CLIP embeddings of their own images, saved with
+  `np.savez(path, features=[N, d], labels=[N], task_ids=[N])`; see
+  `from_arrays` for the split and the checks. Any other format (a .csv, a
+  .npy, a pickle) is a one-line ConfigError saying what is expected.
   """
+  expected = (
+    "an .npz with arrays features [N, d], labels [N], task_ids [N] "
+    "(np.savez(path, features=..., labels=..., task_ids=...))"
+  )
   if not os.path.exists(path):
     raise errors.ConfigError(f"feature file {path!r} does not exist")
-  with np.load(path) as f:
-    missing = [k for k in ("features", "labels", "task_ids") if k not in f]
-    if missing:
-      raise errors.ConfigError(
-        f"feature file {path!r} lacks arrays {missing} "
-        "(needs features, labels, task_ids)"
-      )
-    arrays = {k: f[k] for k in ("features", "labels", "task_ids")}
+  ext = os.path.splitext(path)[1].lower()
+  if ext != ".npz":
+    raise errors.ConfigError(
+      f"feature file {path!r} is a {ext or 'file without extension'}; "
+      f"expected {expected}"
+    )
+  try:
+    with np.load(path, allow_pickle=False) as f:
+      missing = [k for k in FEATURE_KEYS if k not in f]
+      if missing:
+        raise errors.ConfigError(
+          f"feature file {path!r} lacks arrays {missing} (it has "
+          f"{sorted(f.files)}); expected {expected}"
+        )
+      arrays = {k: f[k] for k in FEATURE_KEYS}
+  except errors.ConfigError:
+    raise
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    raise errors.ConfigError(
+      f"feature file {path!r} is not a readable .npz ({e}); expected {expected}"
+    ) from None
   return from_arrays(
     arrays["features"],
     arrays["labels"],

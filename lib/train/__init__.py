@@ -7,7 +7,6 @@ state, history = lib.train.fit(task, optax_tx, workdir=..., config=...)
 from lib.train.checkpoint import Checkpointer
 from lib.train.distributed import initialize as initialize_distributed
 from lib.train.logs import enable_logging
-from lib.train.loop import Preempted
 from lib.train.loop import Task
 from lib.train.loop import check_one_of
 from lib.train.loop import fit
@@ -18,11 +17,14 @@ from lib.train.metrics import Progress
 from lib.train.metrics import Sweep
 from lib.train.metrics import check_finite
 from lib.train.metrics import read_jsonl
+from lib.train.preemption import Preempted
 from lib.train.state import TrainState
 from lib.train.state import create_state
 from lib.train.state import make_eval_step
 from lib.train.state import make_train_step
+from lib.train.workdir import draw_figure
 from lib.train.workdir import is_main_process
+from lib.train.workdir import lock as lock_workdir
 from lib.train.workdir import phase_config
 from lib.train.workdir import prepare_run
 from lib.train.workdir import prepare_workdir

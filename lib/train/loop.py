@@ -13,8 +13,6 @@ optax optimizer), SADL's federated rounds (a round is a step), and vmapped sweep
 
 import dataclasses
 import functools
-import signal
-import threading
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
@@ -30,54 +28,28 @@ from lib.core import mesh as mesh_lib
 from lib.core import rng
 from lib.train import checkpoint as checkpoint_lib
 from lib.train import metrics as metrics_lib
+from lib.train import preemption
 from lib.train import state as state_lib
 from lib.train import workdir as workdir_lib
+
+Preempted = preemption.Preempted
 
 # step_fn(state, batch, key, step) -> (state, metrics)
 StepFn = Callable[[Any, Any, jax.Array, jax.Array], tuple[Any, dict]]
 
 
-class Preempted(Exception):  # noqa: N818 (it is a signal, not an error)
-  """Raised after SIGTERM once the checkpoint of the current step is written."""
+def _stop_agreed() -> bool:
+  """Whether any process was told to stop: every host stops at the same step."""
+  if jax.process_count() == 1:
+    return preemption.requested()
+  flags = multihost_utils.process_allgather(np.int32(preemption.requested()))
+  return bool(np.max(flags))
 
 
 def full_batch(data, key, step):
   """`batch_fn` for full-batch training: the whole dataset every step."""
   del key, step
   return data
-
-
-class _SigtermFlag:
-  """SIGTERM -> a flag the loop reads at every chunk boundary (main thread only).
-
-  The handler is installed for the duration of one `train` call, so a notebook
-  kernel or a process between runs keeps the default behaviour.
-  """
-
-  def __init__(self):
-    self.raised = False
-    self._previous = None
-
-  def __enter__(self):
-    if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._handle)
-    return self
-
-  def _handle(self, signum, frame):
-    del signum, frame
-    logging.warning("SIGTERM received: saving a checkpoint at the next chunk")
-    self.raised = True
-
-  def __exit__(self, *exc):
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
-
-  def agreed(self) -> bool:
-    """Whether any process was told to stop: every host stops at the same step."""
-    if jax.process_count() == 1:
-      return self.raised
-    flags = multihost_utils.process_allgather(np.int32(self.raised))
-    return bool(np.max(flags))
 
 
 def _place(data, sharding):
@@ -114,6 +86,18 @@ def _rows(step, stacked, evals, runs, name):
   return rows
 
 
+def _signals_deferred(fn):
+  """Runs `fn` as a `preemption.deferred()` region: SIGTERM stops it at a chunk."""
+
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    with preemption.deferred():
+      return fn(*args, **kwargs)
+
+  return wrapper
+
+
+@_signals_deferred
 def train(
   init_fn: Callable[[jax.Array], Any],
   step_fn: StepFn,
@@ -232,36 +216,36 @@ def train(
   history = list(writer.records)
 
   try:
-    with _SigtermFlag() as sigterm:
-      while step < config.num_steps:
-        length = min(
-          config.log_every - step % config.log_every, config.num_steps - step
+    while step < config.num_steps:
+      length = min(
+        config.log_every - step % config.log_every, config.num_steps - step
+      )
+      carry, stacked = run_chunk(carry, length)
+      stacked = jax.device_get(stacked)
+      bad = metrics_lib.first_non_finite(stacked, finite_keys)
+      if bad is not None:
+        metrics_lib.check_finite(
+          step + bad + 1, {k: v[bad] for k, v in stacked.items()}, finite_keys
         )
-        carry, stacked = run_chunk(carry, length)
-        stacked = jax.device_get(stacked)
-        bad = metrics_lib.first_non_finite(stacked, finite_keys)
-        if bad is not None:
-          metrics_lib.check_finite(
-            step + bad + 1, {k: v[bad] for k, v in stacked.items()}, finite_keys
-          )
-        step += length
-        last = step == config.num_steps
-        due = config.eval_every and step % config.eval_every == 0
-        evals = evaluate(carry[1]) if (last or due) else {}
-        rows = _rows(step, stacked, evals, runs, name)
-        loss = {k: np.asarray(v)[-1] for k, v in stacked.items() if k == "loss"}
-        rate = progress.update(step, loss)
-        for row in rows:
-          history.append(writer.write(step, {**row, "steps_per_sec": rate}))
-        stop = sigterm.agreed()
-        if last or step % config.checkpoint_every == 0 or stop:
-          ckpt.save(step, carry)
-        if stop:
-          ckpt.close()
-          raise Preempted(
-            f"preempted at step {step}: checkpoint saved in {ckpt.directory}; "
-            "rerun the same command to resume"
-          )
+      step += length
+      last = step == config.num_steps
+      due = config.eval_every and step % config.eval_every == 0
+      evals = evaluate(carry[1]) if (last or due) else {}
+      rows = _rows(step, stacked, evals, runs, name)
+      loss = {k: np.asarray(v)[-1] for k, v in stacked.items() if k == "loss"}
+      rate = progress.update(step, loss)
+      for row in rows:
+        history.append(writer.write(step, {**row, "steps_per_sec": rate}))
+      stop = _stop_agreed()
+      if last or step % config.checkpoint_every == 0 or stop:
+        ckpt.save(step, carry)
+      if stop:
+        ckpt.close()
+        raise Preempted(
+          f"preempted at step {step}: checkpoint saved in {ckpt.directory}; "
+          "rerun the same command to resume",
+          preemption.signal_received(),
+        )
     if step == 0 and config.num_steps == 0:
       ckpt.save(0, carry)
       if jit_eval is not None:

@@ -24,12 +24,43 @@ def read_jsonl(path) -> list[dict]:
   """Rows of a metrics.jsonl file, or of every metrics.jsonl below a directory.
 
   A directory's files are read in sorted path order; rows keep their `run` column.
+  A damaged last line (a run killed mid-write, a full disk) is skipped with a
+  warning; a damaged line before it is a one-line WorkdirError naming the file
+  and line number, since skipping it would silently lose a row.
   """
   path = epath.Path(path)
   files = sorted(_find(path, METRICS_FILE)) if path.is_dir() else [path]
   rows = []
   for file in files:
-    rows += [json.loads(line) for line in file.read_text().splitlines() if line]
+    rows += _read_rows(file)
+  return rows
+
+
+def _read_rows(file: epath.Path) -> list[dict]:
+  try:
+    lines = file.read_bytes().decode("utf-8", errors="replace").split("\n")
+  except OSError as e:
+    raise errors.WorkdirError(
+      f"cannot read {file}: {e.strerror or e}"
+    ) from None
+  numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+  rows = []
+  for k, (number, line) in enumerate(numbered):
+    try:
+      row = json.loads(line)
+      if not isinstance(row, dict):
+        raise ValueError(f"a JSON {type(row).__name__}, not an object")
+    except ValueError as e:
+      if k == len(numbered) - 1:
+        logging.warning(
+          "%s: skipping its damaged last line %d (%s)", file, number, e
+        )
+        break
+      raise errors.WorkdirError(
+        f"{file} line {number} is damaged ({e}): delete that line to "
+        "keep the other rows, or use a new --workdir"
+      ) from None
+    rows.append(row)
   return rows
 
 
@@ -86,7 +117,7 @@ class MetricWriter:
       self.records = [
         r for r in read_jsonl(self.path) if r["step"] <= resume_step
       ]
-    self.path.write_text("".join(json.dumps(r) + "\n" for r in self.records))
+    self._append("".join(json.dumps(r) + "\n" for r in self.records), "w")
     if tensorboard:
       self._tb = _TensorBoard(str(workdir_lib.path(workdir, "tensorboard")))
 
@@ -94,11 +125,19 @@ class MetricWriter:
     """Appends one row; returns it (as written)."""
     record = {"step": int(step), **workdir_lib.to_python(metrics)}
     if self._active:
-      with self.path.open("a") as f:
-        f.write(json.dumps(record) + "\n")
+      self._append(json.dumps(record) + "\n", "a")
       if self._tb is not None:
         self._tb.write(step, record)
     return record
+
+  def _append(self, text: str, mode: str) -> None:
+    try:
+      with self.path.open(mode) as f:
+        f.write(text)
+    except OSError as e:  # A full disk, a read-only or vanished directory.
+      raise errors.WorkdirError(
+        f"cannot write {self.path}: {e.strerror or e}"
+      ) from None
 
   def close(self) -> None:
     if self._tb is not None:

@@ -9,8 +9,13 @@ that differ, unless the config says `allow_config_change=True`; then the change 
 recorded in `<workdir>/config_changes.jsonl` and the run goes on.
 """
 
+import contextlib
+import errno
 import json
 import math
+import os
+import socket
+import sys
 import time
 
 import jax
@@ -53,6 +58,86 @@ def prepare_workdir(workdir) -> str:
   return str(workdir)
 
 
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def lock(workdir):
+  """Holds `<workdir>/.lock` for the duration: one run per workdir.
+
+  The lock file holds the holder's pid and host. The lock itself is an
+  advisory `flock` on it, which the kernel drops when the holder dies (even
+  by SIGKILL): a lock file left by a dead run is taken over with a warning;
+  a live holder (another run on this workdir) is a one-line WorkdirError
+  naming it. Process 0 takes it (multi-host runs share one workdir); other
+  processes and non-local workdirs (gs://) go unlocked.
+
+  Raises:
+    WorkdirError: another live run holds the workdir, or it is not writable.
+  """
+  if not is_main_process() or "://" in str(workdir):
+    yield
+    return
+  import fcntl
+
+  prepare_workdir(workdir)
+  file = os.path.join(str(workdir), LOCK_FILE)
+  while True:
+    try:
+      fd = os.open(file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+      raise errors.WorkdirError(
+        f"cannot create the lock file {file}: {e.strerror or e}"
+      ) from None
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+      os.close(fd)
+      if e.errno not in (errno.EAGAIN, errno.EACCES):
+        raise errors.WorkdirError(
+          f"cannot lock {file}: {e.strerror or e}"
+        ) from None
+      raise errors.WorkdirError(
+        f"workdir {str(workdir)!r} is in use by {_holder(file)}: wait for "
+        "that run to end (or stop it), or use another --workdir"
+      ) from None
+    try:  # The holder may have removed the file before we locked it.
+      same = os.fstat(fd).st_ino == os.stat(file).st_ino
+    except FileNotFoundError:
+      same = False
+    if same:
+      break
+    os.close(fd)
+  previous = os.read(fd, 4096).decode(errors="replace").strip()
+  if previous:
+    logging.warning(
+      "taking over the stale lock %s of %s (no longer running)",
+      file,
+      _holder(file, previous),
+    )
+  me = {"pid": os.getpid(), "host": socket.gethostname()}
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+  try:
+    yield
+  finally:
+    with contextlib.suppress(OSError):
+      os.unlink(file)
+    os.close(fd)  # Closing drops the flock.
+
+
+def _holder(file, text=None) -> str:
+  """'pid N on host H' from a lock file (or what is known of it)."""
+  try:
+    if text is None:
+      with open(file) as f:
+        text = f.read()
+    info = json.loads(text)
+    return f"pid {info['pid']} on host {info['host']}"
+  except (OSError, ValueError, KeyError, TypeError):
+    return f"another run (lock file {file})"
+
+
 def to_python(value):
   """numpy/jax scalars and arrays -> JSON-able Python values (NaN as a string)."""
   if isinstance(value, dict):
@@ -73,8 +158,14 @@ def write_json(file, obj) -> None:
     return
   file = epath.Path(file)
   tmp = file.parent / f"{file.name}.tmp"
-  tmp.write_text(json.dumps(to_python(obj), indent=2, sort_keys=True) + "\n")
-  tmp.replace(file)
+  text = json.dumps(to_python(obj), indent=2, sort_keys=True) + "\n"
+  try:
+    tmp.write_text(text)
+    tmp.replace(file)
+  except OSError as e:  # A full disk, a read-only or vanished directory.
+    raise errors.WorkdirError(
+      f"cannot write {file}: {e.strerror or e}"
+    ) from None
 
 
 def _config_dict(config) -> dict:
@@ -244,6 +335,29 @@ def write_results(workdir, results: dict) -> dict:
   """Saves the run's summary as `<workdir>/results.json` and returns it."""
   write_json(path(workdir, "results.json"), results)
   return results
+
+
+def draw_figure(draw, *args, **kwargs) -> bool:
+  """Calls `draw(*args, **kwargs)`, a function that writes a figure.
+
+  Experiments write results.json first and figures after: a figure that fails
+  (a plotting error, a full disk) is one warning naming it, never a lost
+  result. Returns whether the figure was written.
+  """
+  try:
+    draw(*args, **kwargs)
+    return True
+  except Exception as e:  # noqa: BLE001 (a figure never costs a result)
+    logging.warning(
+      "figure %s not written: %s: %s",
+      getattr(draw, "__name__", draw),
+      type(e).__name__,
+      " ".join(str(e).split()),
+    )
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+      plt.close("all")
+    return False
 
 
 def save_figure(fig, file, **savefig_kwargs) -> None:

@@ -176,12 +176,13 @@ def test_bad_inputs_fail_in_one_line(case, error, match):
 
 def test_csv_loader(tmp_path):
   path = tmp_path / "scores.csv"
-  path.write_text("s,lab,grp\n0.2,0,0\n0.9,1,1\n")
+  path.write_text("s,lab,grp\n0.2,0,0\n0.9,1,1\n0.6,1,0\n0.3,0,1\n")
   d = ev.load_csv(
     str(path), {"score": "s", "label": "lab", "group": "grp", "x": ""}
   )
-  np.testing.assert_array_equal(d["y"], [0, 1])
-  np.testing.assert_allclose(d["p"], [0.2, 0.9])
+  np.testing.assert_array_equal(d["y"], [0, 1, 1, 0])
+  np.testing.assert_array_equal(d["a"], [0, 1, 0, 1])
+  np.testing.assert_allclose(d["p"], [0.2, 0.9, 0.6, 0.3])
   with pytest.raises(errors.ConfigError, match=r"no column\(s\) \['label'\]"):
     ev.load_csv(str(path), {"score": "s", "label": "label", "group": "grp"})
   with pytest.raises(errors.WorkdirError, match="does not exist"):
