@@ -104,60 +104,21 @@ def run_method(config, method: str, workdir: str) -> dict:
     return jax.vmap(init_one)(jax.random.split(key, seeds))
 
   def one_seed(s, key, step, tau_t):
-    k_goal, k_train = jax.random.split(key)
-    # Goals from the prior, reached greedily; states join the buffer.
-    z = jax.random.normal(k_goal, (walkers, config.latent))
-    img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
-    goals = drag.decode_position(img)
-    paths = jax.vmap(lambda p, g: drag.reach(p, g, config.horizon))(
-      s["walkers"], goals
-    )  # [E, H, 2]
-    new = paths.reshape(-1, 2)
-    buf = jax.lax.dynamic_update_slice(s["buffer"], new, (s["count"], 0))
-    count = s["count"] + new.shape[0]
-
-    def vae_step(c, k):
-      vp, opt, wp, wopt = c
-      k_idx, k_eps, k_noise = jax.random.split(k, 3)
-      idx = jax.random.randint(k_idx, (config.batch_size,), 0, count)
-      x = drag.render(buf[idx])
-
-      def losses(v):
-        return vae.apply(v, x, k_eps, config.beta)
-
-      l_now = jax.lax.stop_gradient(losses(vp))
-      if method == "rig":
-        w = jnp.full((config.batch_size,), 1.0 / config.batch_size)
-      elif method == "skewfit":
-        # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
-        w = drag.skewfit_weights(-l_now, -1.0)
-      else:
-        w = jax.nn.softmax(weighter.apply(wp, x))
-        wg = jax.grad(
-          lambda p: -drag.dro_objective(weighter.apply(p, x), l_now, tau_t)
-        )(wp)
-        wu, wopt = wtx.update(wg, wopt, wp)
-        wp = optax.apply_updates(wp, wu)
-        w = jax.lax.stop_gradient(w)
-      value, g = jax.value_and_grad(lambda v: jnp.sum(w * losses(v)))(vp)
-      u, opt = tx.update(g, opt, vp)
-      return (optax.apply_updates(vp, u), opt, wp, wopt), value
-
-    (vp, opt, wp, wopt), values = jax.lax.scan(
-      vae_step,
-      (s["vae"], s["opt"], s["w"], s["wopt"]),
-      jax.random.split(k_train, config.vae_steps),
+    del step
+    return drag.online_iteration(
+      s,
+      key,
+      vae=vae,
+      weighter=weighter,
+      tx=tx,
+      weighter_tx=wtx,
+      method="drag" if method.startswith("drag") else method,
+      tau=tau_t,
+      horizon=config.horizon,
+      vae_steps=config.vae_steps,
+      batch_size=config.batch_size,
+      beta=config.beta,
     )
-    out = {
-      "vae": vp,
-      "opt": opt,
-      "w": wp,
-      "wopt": wopt,
-      "buffer": buf,
-      "count": count,
-      "walkers": paths[:, -1],
-    }
-    return out, jnp.mean(values)
 
   def step_fn(state, batch, key, step):
     keys = jax.random.split(rng.stream(key, "drag"), seeds)

@@ -31,7 +31,6 @@ Run: python -m experiments.mix --config configs/mix.py:quick --workdir runs/mix
 
 import os
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -41,51 +40,12 @@ from absl import logging
 from experiments import _checks
 from experiments import _cli
 from lib import explain
+from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import stats
 
 DATASETS = ("synthetic",) + explain.data.UCR
-
-
-class Conv1D(nn.Module):
-  """'SAME' zero-padded 1-D convolution as one matmul over shifted copies.
-
-  [n, c_in] -> [n, features]. XLA:CPU runs `nn.Conv` inside `lax.scan` (the
-  training loop) many times slower than outside; slices + a matmul do not
-  have that problem (as `lib.pde.hns.PeriodicConv`).
-  """
-
-  features: int
-  kernel_size: int
-
-  @nn.compact
-  def __call__(self, x):
-    n, c_in = x.shape
-    k = self.kernel_size
-    kernel = self.param(
-      "kernel", nn.initializers.lecun_normal(), (k * c_in, self.features)
-    )
-    bias = self.param("bias", nn.initializers.zeros, (self.features,))
-    left = (k - 1) // 2
-    xp = jnp.pad(x, ((left, k - 1 - left), (0, 0)))
-    patches = jnp.concatenate([xp[j : j + n] for j in range(k)], axis=-1)
-    return patches @ kernel + bias
-
-
-class CNN(nn.Module):
-  """Conv-ReLU blocks, global average pooling, a linear head: [n] -> logits."""
-
-  channels: tuple
-  kernel_sizes: tuple
-  num_classes: int
-
-  @nn.compact
-  def __call__(self, x):
-    h = x[:, None]
-    for c, k in zip(self.channels, self.kernel_sizes):
-      h = nn.relu(Conv1D(c, k)(h))
-    return nn.Dense(self.num_classes)(jnp.mean(h, axis=0))
 
 
 def check_config(config) -> None:
@@ -133,7 +93,7 @@ def load(config, name):
 
 
 def train_model(config, name, train, num_classes, workdir):
-  model = CNN(
+  model = models.CNN1D(
     tuple(config.model.channels), tuple(config.model.kernel_sizes), num_classes
   )
   tx = optax.adam(config.learning_rate)

@@ -31,7 +31,6 @@ Weights", NeurIPS 2025.
 import math
 import os
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,6 +38,7 @@ import optax
 from absl import logging
 
 from experiments import _cli
+from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
@@ -55,16 +55,6 @@ METHODS = {
   "largest": "largest",
 }
 CHANCE = 0.2  # task-incremental accuracy of a guess among 5 classes
-
-
-class MLP(nn.Module):
-  hidden: tuple[int, ...]
-
-  @nn.compact
-  def __call__(self, x):
-    for h in self.hidden:
-      x = nn.relu(nn.Dense(h)(x))
-    return nn.Dense(10)(x)
 
 
 def digit_tasks(config) -> dict:
@@ -570,7 +560,7 @@ def _figure(path, config, summary, old_acc_pre):
 def run(config, workdir) -> dict:
   train_lib.prepare_run(workdir, config)
   validate(config)  # Bad methods or options fail before data and training.
-  model = MLP(tuple(config.model.hidden))
+  model = models.MLP(tuple(config.model.hidden), num_outputs=10)
   data = digit_tasks(config)
   sweep = train_lib.Sweep(1 + len(config.methods), name="nanoadam_finetune")
   with sweep.run("pretrain"):

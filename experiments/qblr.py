@@ -198,61 +198,6 @@ def _rows_by_run(history, prefix):
 # -----------------------------------------------------------------------------
 
 
-def _loglik(x, xi):
-  return jnp.mean(qblr.student_t_logpdf(x, xi))
-
-
-def _log_xi(u):
-  """(mu, log sigma^2, log nu) -> xi."""
-  return jnp.stack([u[0], jnp.exp(u[1]), jnp.exp(u[2])])
-
-
-def _to_log(xi):
-  return jnp.stack([xi[0], jnp.log(xi[1]), jnp.log(xi[2])])
-
-
-def ecme_step(x, xi):
-  """One ECME step for the Student-t: EM for (mu, sigma^2), Newton on nu.
-
-  E: w_i = (nu + 1) / (nu + (x_i - mu)^2 / sigma^2). CM1: weighted mean and
-  scale. CM2 (the "either" step of ECME): one Newton step on the observed
-  log-likelihood in log nu (a gradient step where it is not concave).
-  """
-
-  def ll_nu(log_nu, mu, s2):
-    return _loglik(x, jnp.stack([mu, s2, jnp.exp(log_nu)]))
-
-  d1 = jax.grad(ll_nu)
-  d2 = jax.grad(d1)
-  mu, s2, nu = xi
-  w = (nu + 1) / (nu + (x - mu) ** 2 / s2)
-  mu = jnp.sum(w * x) / jnp.sum(w)
-  s2 = jnp.mean(w * (x - mu) ** 2)
-  u = jnp.log(nu)
-  g, h = d1(u, mu, s2), d2(u, mu, s2)
-  u = jnp.where(h < 0, u - g / h, u + 0.1 * g)
-  return jnp.stack([mu, s2, jnp.exp(u)])
-
-
-@jax.jit
-def _reference_solve(x, xi0, em_steps, newton_steps):
-  f = lambda u: _loglik(x, _log_xi(u))
-  xi = jax.lax.fori_loop(0, em_steps, lambda _, xi: ecme_step(x, xi), xi0)
-  newton = lambda _, u: u - jnp.linalg.solve(jax.hessian(f)(u), jax.grad(f)(u))
-  u = jax.lax.fori_loop(0, newton_steps, newton, _to_log(xi))
-  return _log_xi(u), f(u), jnp.max(jnp.abs(jax.grad(f)(u)))
-
-
-def reference_mle(x, xi0, *, em_steps, newton_steps):
-  """The reference (xi*, l*, max |grad|): ECME iterations, then Newton.
-
-  Not a training run: a cheap fixed-point solve (one compile, milliseconds
-  to run) that the gap of every method is measured against. Newton in (mu, log sigma^2, log nu) alone
-  diverges from xi0 on most draws, so ECME brings it into Newton's basin.
-  """
-  return _reference_solve(x, xi0, em_steps, newton_steps)
-
-
 class Tracked(NamedTuple):
   """One MLE run: the iterate, the optimizer state and its convergence record."""
 
@@ -297,7 +242,7 @@ def _mle_method(method, c):
 
     def step(params, opt_state, x, h):
       del h
-      return ecme_step(x, params), opt_state
+      return qblr.ecme_step(x, params), opt_state
 
     return (lambda xi: xi), (lambda p: p), step, (lambda h, p: None)
   if method == "qng":
@@ -305,11 +250,11 @@ def _mle_method(method, c):
     to_xi = qblr.project
     make_tx = lambda h: qblr.qng(h, max_halvings=c.max_halvings)
   else:
-    to_params, to_xi = _to_log, _log_xi
+    to_params, to_xi = qblr.log_from_xi, qblr.xi_from_log
     make_tx = {"gd": optax.sgd, "adam": optax.adam}[method]
 
   def step(params, opt_state, x, h):
-    grad = jax.grad(lambda p: -_loglik(x, to_xi(p)))(params)
+    grad = jax.grad(lambda p: -qblr.mean_loglik(x, to_xi(p)))(params)
     updates, opt_state = make_tx(h).update(grad, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 
@@ -334,14 +279,14 @@ def train_mle(method, c, x, xi0, l_star, workdir):
 
   def init_one(h):
     params = to_params(xi0)
-    ll = _loglik(x, to_xi(params))
+    ll = qblr.mean_loglik(x, to_xi(params))
     return _tracked(params, init_opt(h, params), ll, 0, l_star, tol)
 
   def step_one(run, data, key, t, h):
     del key
     _, shared = data
     params, opt_state = step(run.params, run.opt_state, shared["x"], h)
-    ll = _loglik(shared["x"], to_xi(params))
+    ll = qblr.mean_loglik(shared["x"], to_xi(params))
     run = _tracked(
       params, opt_state, ll, t + 1, l_star, tol, run.last_bad, run.diverged
     )
@@ -375,7 +320,7 @@ def student_t_mle(config, workdir, sweep) -> dict:
     key, c.true_nu, (c.n,), dtype=jnp.float64
   )
   xi0 = jnp.asarray(c.xi0, jnp.float64)
-  xi_star, l_star, grad_max = reference_mle(
+  xi_star, l_star, grad_max = qblr.reference_mle(
     x,
     xi0,
     em_steps=c.reference_em_steps,
@@ -499,53 +444,6 @@ def breast_cancer_splits(num_splits, test_fraction, seed):
   return tuple(np.stack(a) for a in (xs, ys, xts, yts))
 
 
-def _log_lik(w, x, y):
-  """sum_i log sigmoid(y_i x_i^T w); w (..., d)."""
-  return jnp.sum(jax.nn.log_sigmoid(y * (w @ x.T)), -1)
-
-
-def _log_prior(w, prec):
-  d = w.shape[-1]
-  return -0.5 * prec * jnp.sum(w**2, -1) + 0.5 * d * jnp.log(
-    prec / (2 * jnp.pi)
-  )
-
-
-class Posterior(NamedTuple):
-  """A mean-field variational posterior, as the ELBO and the metrics see it."""
-
-  mean: jax.Array  # [d]
-  sample: Callable[[jax.Array, int], jax.Array]  # (key, n) -> [n, d]
-  entropy: jax.Array  # scalar
-  nu: jax.Array | None = None  # [d] degrees of freedom (Student-t only)
-
-
-def elbo(q: Posterior, key, x, y, *, prec, num_samples):
-  """MC estimate of E_q[log p(y | w) + log p(w)] + H(q) (closed-form H)."""
-  w = q.sample(key, num_samples)
-  return jnp.mean(_log_lik(w, x, y) + _log_prior(w, prec)) + q.entropy
-
-
-def student_t_posterior(xi) -> Posterior:
-  return Posterior(
-    xi[:, 0],
-    lambda k, n: qblr.sample_student_t(k, xi, n),
-    jnp.sum(qblr.student_t_entropy(xi)),
-    xi[:, 2],
-  )
-
-
-def gaussian_posterior(mean, precision) -> Posterior:
-  d = mean.shape[-1]
-  return Posterior(
-    mean,
-    lambda k, n: (
-      mean + jax.random.normal(k, (n, d), mean.dtype) / jnp.sqrt(precision)
-    ),
-    0.5 * jnp.sum(jnp.log(2 * jnp.pi * jnp.e / precision)),
-  )
-
-
 class VIMethod(NamedTuple):
   """One VI method: init(setting) -> (params, opt_state); one step; q(params)."""
 
@@ -556,6 +454,7 @@ class VIMethod(NamedTuple):
 
 def _vi_method(name, c, xi0) -> VIMethod:
   prec, n_mc = c.prior_precision, c.num_samples
+  log_joint = lambda x, y: qblr.logistic_log_joint(x, y, precision=prec)
   if name == "qng":
     if c.qng_rdog:
       make_tx = lambda h: qblr.qng(None, rdog=True, rdog_eps=c.rdog_eps)
@@ -568,15 +467,15 @@ def _vi_method(name, c, xi0) -> VIMethod:
 
     def step(lam, opt_state, x, y, key, h):
       def neg_elbo(lm):
-        q = student_t_posterior(qblr.project(lm))
-        return -elbo(q, key, x, y, prec=prec, num_samples=n_mc)
+        q = qblr.student_t_posterior(qblr.project(lm))
+        return -qblr.elbo(q, key, log_joint(x, y), num_samples=n_mc)
 
       neg, g = jax.value_and_grad(neg_elbo)(lam)
       u, opt_state = make_tx(h).update(g, opt_state, lam)
       return optax.apply_updates(lam, u), opt_state, -neg
 
     return VIMethod(
-      init, step, lambda lam: student_t_posterior(qblr.project(lam))
+      init, step, lambda lam: qblr.student_t_posterior(qblr.project(lam))
     )
 
   if name == "bbvi":
@@ -593,20 +492,17 @@ def _vi_method(name, c, xi0) -> VIMethod:
       return p, optax.adam(h).init(p)
 
     def step(p, opt_state, x, y, key, h):
-      def neg_elbo_stl(p):  # sticking the landing: no score term
-        xi = to_xi(p)
-        w = qblr.sample_student_t(key, xi, n_mc)
-        log_q = jnp.sum(qblr.student_t_logpdf(w, jax.lax.stop_gradient(xi)), -1)
-        return -jnp.mean(_log_lik(w, x, y) + _log_prior(w, prec) - log_q)
-
-      g = jax.grad(neg_elbo_stl)(p)
-      value = elbo(
-        student_t_posterior(to_xi(p)), key, x, y, prec=prec, num_samples=n_mc
-      )
+      g = jax.grad(
+        lambda p: qblr.stl_neg_elbo(
+          to_xi(p), key, log_joint(x, y), num_samples=n_mc
+        )
+      )(p)
+      q = qblr.student_t_posterior(to_xi(p))
+      value = qblr.elbo(q, key, log_joint(x, y), num_samples=n_mc)
       u, opt_state = optax.adam(h).update(g, opt_state, p)
       return optax.apply_updates(p, u), opt_state, value
 
-    return VIMethod(init, step, lambda p: student_t_posterior(to_xi(p)))
+    return VIMethod(init, step, lambda p: qblr.student_t_posterior(to_xi(p)))
 
   # Gaussian BLR: diagonal variational online Newton with MC expectations.
   def init(h):
@@ -616,15 +512,14 @@ def _vi_method(name, c, xi0) -> VIMethod:
 
   def step(params, opt_state, x, y, key, h):
     m, s = params
-    nlj = lambda w: -_log_lik(w, x, y) + 0.5 * prec * jnp.sum(w**2)
+    nlj = lambda w: -qblr.logistic_log_lik(w, x, y) + 0.5 * prec * jnp.sum(w**2)
     k_elbo, k_von = jax.random.split(key)
-    value = elbo(
-      gaussian_posterior(m, s), k_elbo, x, y, prec=prec, num_samples=n_mc
-    )
+    q = qblr.gaussian_posterior(m, s)
+    value = qblr.elbo(q, k_elbo, log_joint(x, y), num_samples=n_mc)
     eg, eh = qblr.von_expectations(k_von, nlj, m, s, num_samples=n_mc)
     return qblr.von_step(m, s, eg, eh, rho=h), opt_state, value
 
-  return VIMethod(init, step, lambda p: gaussian_posterior(*p))
+  return VIMethod(init, step, lambda p: qblr.gaussian_posterior(*p))
 
 
 class Grid(NamedTuple):
@@ -716,9 +611,8 @@ def evaluate_vi(method, state, c, splits, split_idx, root):
     q = method.posterior(run.params)
     k_elbo = jax.random.fold_in(rng.stream(root, "elbo"), s)
     k_eval = jax.random.fold_in(rng.stream(root, "eval"), s)
-    value = elbo(
-      q, k_elbo, x, y, prec=c.prior_precision, num_samples=c.elbo_samples
-    )
+    log_joint = qblr.logistic_log_joint(x, y, precision=c.prior_precision)
+    value = qblr.elbo(q, k_elbo, log_joint, num_samples=c.elbo_samples)
     acc_mean = jnp.mean((jnp.sign(xt @ q.mean) == yt).astype(xt.dtype))
     prob = jnp.mean(jax.nn.sigmoid(q.sample(k_eval, c.eval_samples) @ xt.T), 0)
     acc_sample = jnp.mean((jnp.sign(prob - 0.5) == yt).astype(xt.dtype))

@@ -27,7 +27,6 @@ Run: python -m experiments.sadl --config configs/sadl.py:quick --workdir runs/sa
 import math
 import os
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +35,7 @@ from absl import logging
 from jax.flatten_util import ravel_pytree
 
 from experiments import _cli
+from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
@@ -568,15 +568,6 @@ def summarize_quadratic(quad: dict, dims) -> dict:
 # ----------------------------------------------------------------------------
 
 
-class MLP(nn.Module):
-  hidden: int
-
-  @nn.compact
-  def __call__(self, x):
-    x = nn.relu(nn.Dense(self.hidden)(x))
-    return nn.Dense(10)(x)
-
-
 def digits_problem(config, root):
   """8-client digits split, the MLP loss, per-seed initial params, the eval."""
   m = config.mlp
@@ -596,7 +587,7 @@ def digits_problem(config, root):
   else:
     client_idx = order[: c * per_client].reshape(c, per_client)
 
-  model = MLP(m.hidden)
+  model = models.MLP((m.hidden,), num_outputs=10)
   init = jax.jit(model.init)  # one compile instead of one per eager op
   flat = []
   for s in range(m.seeds):

@@ -1,14 +1,18 @@
-"""Shared model definitions (flax.linen): the tiny Llama; two_layer for simplicity bias.
+"""Shared model definitions (flax.linen): the tiny Llama; two_layer for simplicity bias;
+the digits MLP (SADL, NanoAdam); the 1-D CNN time-series classifier (MIX).
 
 `lib.models` may import `lib.quant` (for QuartetDense): see WORKSPACE.md.
 """
 
+from lib.models.cnn1d import CNN1D
+from lib.models.cnn1d import Conv1D
 from lib.models.llama import Llama
 from lib.models.llama import LlamaConfig
 from lib.models.llama import RMSNorm
 from lib.models.llama import next_token_loss
 from lib.models.llama import non_embedding_params
 from lib.models.llama import rotary
+from lib.models.mlp import MLP
 from lib.models.two_layer import boundary_crossing
 from lib.models.two_layer import init_two_layer
 from lib.models.two_layer import logistic_loss

@@ -16,8 +16,8 @@ tau = 1/|alpha| (the paper reframes Skew-Fit as a DRO-VAE).
 
 This module: the maze and its rendering, the beta-VAE, the tabular and
 neural weighters, Skew-Fit weights, the scripted goal-reaching controller
-and one online iteration (buffer -> weighted VAE -> goals from the prior ->
-goal reaching -> buffer). Spec: extended_papers.md section 7.
+and one online iteration (`online_iteration`: goals from the prior -> goal
+reaching -> buffer -> weighted VAE steps). Spec: extended_papers.md section 7.
 """
 
 import functools
@@ -26,6 +26,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from lib.core import errors
 
@@ -255,3 +256,103 @@ def coverage(cells, maze=U_MAZE, weights=None):
   p = hist / jnp.maximum(jnp.sum(hist), 1e-12)
   ent = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
   return hit, ent
+
+
+# ----------------------------------------------------------------------------
+# One online iteration: goals -> reaching -> buffer -> weighted VAE steps.
+# ----------------------------------------------------------------------------
+
+
+def online_iteration(
+  state: dict,
+  key,
+  *,
+  vae: VAE,
+  weighter: Weighter,
+  tx,
+  weighter_tx,
+  method: str,
+  tau,
+  horizon: int,
+  vae_steps: int,
+  batch_size: int,
+  beta: float,
+):
+  """One iteration of the online loop for one seed; returns (state, loss).
+
+  `state` holds "vae", "opt" (its optax state), "w", "wopt" (the weighter's),
+  "buffer" [cap, 2] with the first "count" rows filled, and "walkers" [E, 2].
+
+  1. Every walker draws a goal from the VAE prior (z ~ N(0, I), decoded,
+     soft-argmax position) and walks `horizon` steps towards it (`reach`);
+     its states join the buffer and it stays where it ended.
+  2. `vae_steps` steps of the beta-VAE on batches drawn uniformly from the
+     buffer, the per-sample loss l(s) weighted by the method: uniform
+     ("rig"), Skew-Fit at alpha = -1 (softmax(l), the DRO weights at
+     tau = 1), or DRAG ("drag": w = softmax(f_psi(s)) from the weighter,
+     which first takes one ascent step on sum w l - tau KL(w || uniform)).
+
+  `tau` may be traced (one program serves every tau). The loss is the mean
+  weighted VAE loss over the iteration's steps.
+  """
+  errors.check(
+    method in METHODS,
+    errors.ConfigError,
+    f"method={method!r} is not one of {METHODS}",
+  )
+  walkers = state["walkers"].shape[0]
+  latent = vae.latent
+  k_goal, k_train = jax.random.split(key)
+  # Goals from the prior, reached greedily; states join the buffer.
+  z = jax.random.normal(k_goal, (walkers, latent))
+  img = jax.nn.sigmoid(vae.apply(state["vae"], z, method=VAE.decode))
+  goals = decode_position(img)
+  paths = jax.vmap(lambda p, g: reach(p, g, horizon))(
+    state["walkers"], goals
+  )  # [E, H, 2]
+  new = paths.reshape(-1, 2)
+  buf = jax.lax.dynamic_update_slice(state["buffer"], new, (state["count"], 0))
+  count = state["count"] + new.shape[0]
+
+  def vae_step(c, k):
+    vp, opt, wp, wopt = c
+    k_idx, k_eps, k_noise = jax.random.split(k, 3)
+    idx = jax.random.randint(k_idx, (batch_size,), 0, count)
+    x = render(buf[idx])
+
+    def losses(v):
+      return vae.apply(v, x, k_eps, beta)
+
+    l_now = jax.lax.stop_gradient(losses(vp))
+    if method == "rig":
+      w = jnp.full((batch_size,), 1.0 / batch_size)
+    elif method == "skewfit":
+      # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
+      w = skewfit_weights(-l_now, -1.0)
+    else:
+      w = jax.nn.softmax(weighter.apply(wp, x))
+      wg = jax.grad(lambda p: -dro_objective(weighter.apply(p, x), l_now, tau))(
+        wp
+      )
+      wu, wopt = weighter_tx.update(wg, wopt, wp)
+      wp = optax.apply_updates(wp, wu)
+      w = jax.lax.stop_gradient(w)
+    value, g = jax.value_and_grad(lambda v: jnp.sum(w * losses(v)))(vp)
+    u, opt = tx.update(g, opt, vp)
+    return (optax.apply_updates(vp, u), opt, wp, wopt), value
+
+  (vp, opt, wp, wopt), values = jax.lax.scan(
+    vae_step,
+    (state["vae"], state["opt"], state["w"], state["wopt"]),
+    jax.random.split(k_train, vae_steps),
+  )
+  out = {
+    "vae": vp,
+    "opt": opt,
+    "w": wp,
+    "wopt": wopt,
+    "buffer": buf,
+    "count": count,
+    "walkers": paths[:, -1],
+  }
+  return out, jnp.mean(values)

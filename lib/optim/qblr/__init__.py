@@ -23,9 +23,12 @@ One concern a module, as optax splits its transforms:
   sampling, closed-form Fisher).
 - `transform`: the QNG optax transformation with its domain-guarded step.
 - `von`: the Gaussian BLR baseline (variational online Newton).
+- `mle`: Student-t maximum likelihood: ECME and the reference solve.
+- `vi`: mean-field posteriors, the ELBO of Bayesian logistic regression and
+  the BBVI sticking-the-landing objective.
 
 `from lib.optim import qblr` then `qblr.qng(...)`, `qblr.project(...)`: every
-public name of the four modules is re-exported here.
+public name of the six modules is re-exported here.
 
 References:
   Lukashchuk, Tresor, Senoz, Nuijten, de Vries, "The Quotient Bayesian
@@ -33,6 +36,11 @@ References:
   JMLR 2023 (the Gaussian variational online Newton baseline).
 """
 
+from lib.optim.qblr.mle import ecme_step
+from lib.optim.qblr.mle import log_from_xi
+from lib.optim.qblr.mle import mean_loglik
+from lib.optim.qblr.mle import reference_mle
+from lib.optim.qblr.mle import xi_from_log
 from lib.optim.qblr.normal_gamma import fisher
 from lib.optim.qblr.normal_gamma import horizontal_project
 from lib.optim.qblr.normal_gamma import in_domain
@@ -57,5 +65,14 @@ from lib.optim.qblr.transform import check_domain
 from lib.optim.qblr.transform import guarded_step
 from lib.optim.qblr.transform import num_rejected
 from lib.optim.qblr.transform import qng
+from lib.optim.qblr.vi import LogJoint
+from lib.optim.qblr.vi import Posterior
+from lib.optim.qblr.vi import elbo
+from lib.optim.qblr.vi import gaussian_log_prior
+from lib.optim.qblr.vi import gaussian_posterior
+from lib.optim.qblr.vi import logistic_log_joint
+from lib.optim.qblr.vi import logistic_log_lik
+from lib.optim.qblr.vi import stl_neg_elbo
+from lib.optim.qblr.vi import student_t_posterior
 from lib.optim.qblr.von import von_expectations
 from lib.optim.qblr.von import von_step
