@@ -39,6 +39,7 @@ from experiments import _cli
 from lib import evaluation as ev
 from lib import train as train_lib
 from lib.core import errors
+from lib.core import rng
 
 GROUPS = (0, 1)
 
@@ -180,7 +181,8 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
     "ipw": None if ipw is None else jnp.asarray(ipw),
     "threshold": jnp.asarray(config.threshold, jnp.float32),
   }
-  key = jax.random.key(config.seed) if key is None else key
+  if key is None:
+    key = rng.stream(rng.root_key(config.seed), "bootstrap")
   flat = ev.bootstrap(
     _statistic,
     n,
@@ -201,11 +203,17 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
 
 
 def run_setting(config, name, key) -> dict:
-  st, train, evald = draw(config, name, key)
+  st, train, evald = draw(config, name, rng.stream(key, "data"))
   scores = models(config, st, train, evald)
   ipw = None if st.selection == "none" else 1.0 / evald["p_s"]
   res = evaluate(
-    config, scores, evald["y"], evald["a"], evald["x"], ipw, key=key
+    config,
+    scores,
+    evald["y"],
+    evald["a"],
+    evald["x"],
+    ipw,
+    key=rng.stream(key, "bootstrap"),
   )
   res["sizes"] = {
     "train": int(len(train["y"])),
@@ -216,10 +224,7 @@ def run_setting(config, name, key) -> dict:
 
 
 def forest_figure(path, results, margin) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = [n for n in results if n != "csv"]
   stats = ("disparity", "T1(X)", "T1(Y)", "T1(R)")
@@ -247,19 +252,18 @@ def forest_figure(path, results, margin) -> None:
     ax.invert_yaxis()
     ax.set_title(f"f({'X, A' if model == 'xa' else 'X'}) {metric}: 95% CI")
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
   results = {}
-  root = jax.random.key(config.seed)
+  root = rng.root_key(config.seed)
   sweep = train_lib.Sweep(len(config.settings), name="disaggregated_eval")
-  for i, name in enumerate(config.settings):
+  for name in config.settings:
     with sweep.run(name):
-      results[name] = run_setting(config, name, jax.random.fold_in(root, i))
+      results[name] = run_setting(config, name, rng.stream(root, name))
     d = results[name]["xa"]["disparity"]["log_loss"]
     t = results[name]["xa"]["T1(X)"]["log_loss"]
     logging.info(
