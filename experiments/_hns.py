@@ -420,10 +420,7 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
 
 def figures(workdir, config, val, preds, traces):
   """Space-time rollouts (truth / models) and the mean H[u_t] over time."""
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   p = config.pde
   extent = (0.0, p.length, p.rollout_steps * p.dt, 0.0)

@@ -158,11 +158,9 @@ def bench_size(n, config) -> dict:
 
 
 def figure(path, per_n):
-  import matplotlib
+  import matplotlib.ticker
 
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-  import matplotlib.ticker  # noqa: F401  (matplotlib.ticker.NullLocator)
+  from experiments._plot import plt
 
   sizes = sorted(per_n)
   fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

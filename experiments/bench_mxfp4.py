@@ -33,6 +33,7 @@ from experiments import _checks
 from experiments import _cli
 from lib import quant
 from lib import train as train_lib
+from lib.core import rng
 from pallas_kernels.mxfp4 import ops
 
 
@@ -138,7 +139,7 @@ def bench_quantize(config) -> dict:
   gb = x.size * 4 / 1e9
   copy = jax.jit(lambda x: x + 1.0)
   out = {"copy_gbps": 2 * gb / _time(copy, x, repeats=config.repeats)}
-  signs = quant.random_signs(jax.random.key(1))
+  signs = quant.random_signs(rng.stream(rng.root_key(config.seed), "signs"))
   for impl in config.quantize_implementations:
     prefix = f"{impl}_" if impl else ""
     fns = {

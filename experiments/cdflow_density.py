@@ -204,12 +204,15 @@ def density_task(config, model, train_x, test_x, *, event_ndims):
 
   def eval_fn(params, data):
     # Fixed dequantisation draws so every evaluation sees the same noise.
+    eval_root = rng.root_key(config.train.seed)
     draws = [
       jnp.mean(
         bpd(
           params,
           flows.uniform_dequantize(
-            jax.random.key(1000 + i), data["test"], d.num_levels
+            rng.stream(eval_root, "dequantize", i),
+            data["test"],
+            d.num_levels,
           ),
         )
       )
@@ -253,7 +256,8 @@ def draw_samples(config, model, params, temperature=0.8) -> np.ndarray:
       config, model.sample(p, k, config.num_samples, temperature)
     )
   )
-  return np.asarray(fn(params, jax.random.key(7)))
+  key = rng.stream(rng.root_key(config.train.seed), "samples")
+  return np.asarray(fn(params, key))
 
 
 def linear_param_count(model, params) -> int:
@@ -472,10 +476,7 @@ def run_periodic(config, workdir, results):
 
 
 def samples_figure(path, samples, num_levels):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   rows = len(samples)
   cols = max(len(s) for s in samples.values())
@@ -494,10 +495,7 @@ def samples_figure(path, samples, num_levels):
 
 
 def curves_figure(path, vector_results):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(5, 3.5))
   for linear, r in vector_results.items():

@@ -40,6 +40,7 @@ from experiments import _cli
 from lib import continual
 from lib import train as train_lib
 from lib.core import errors
+from lib.core import rng as rng_lib
 from lib.core import stats
 
 METHODS = (
@@ -160,8 +161,9 @@ def _train_config(config, num_tasks: int, steps: int):
 
 def _init_theta(config, d: int, c: int):
   """Per-seed start [S, d, C], torch Linear's default U(-1/sqrt(d), 1/sqrt(d))."""
+  root = rng_lib.root_key(config.train.seed)
   keys = jnp.stack(
-    [jax.random.key(config.train.seed + 1000 * s) for s in range(config.seeds)]
+    [rng_lib.stream(root, "theta", s) for s in range(config.seeds)]
   )
   bound = 1.0 / np.sqrt(d)
   return jax.vmap(
@@ -615,10 +617,7 @@ def _fixed_point_summary(res, sizes, noise) -> dict:
 
 
 def accuracy_figure(path, results) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = list(results)
   fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4))
@@ -661,10 +660,7 @@ def boundary_figure(path, traces) -> None:
   (u_x1 / u_1, u_x2 / u_1), its own 2-D reading through the constant and the
   linear features (ours; the paper's figure convention is not stated).
   """
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   tasks, k0 = traces["tasks"], min(traces["sizes"])
   combos, st = traces["combos"], traces["state"]

@@ -39,6 +39,7 @@ from experiments import _cli
 from lib import evaluation as ev
 from lib import train as train_lib
 from lib.core import errors
+from lib.core import rng
 
 GROUPS = (0, 1)
 
@@ -187,7 +188,8 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
     "ipw": None if ipw is None else jnp.asarray(ipw),
     "threshold": jnp.asarray(config.threshold, jnp.float32),
   }
-  key = jax.random.key(config.seed) if key is None else key
+  if key is None:
+    key = rng.stream(rng.root_key(config.seed), "bootstrap")
   flat = ev.bootstrap(
     _statistic,
     n,
@@ -208,11 +210,17 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
 
 
 def run_setting(config, name, key) -> dict:
-  st, train, evald = draw(config, name, key)
+  st, train, evald = draw(config, name, rng.stream(key, "data"))
   scores = models(config, st, train, evald)
   ipw = None if st.selection == "none" else 1.0 / evald["p_s"]
   res = evaluate(
-    config, scores, evald["y"], evald["a"], evald["x"], ipw, key=key
+    config,
+    scores,
+    evald["y"],
+    evald["a"],
+    evald["x"],
+    ipw,
+    key=rng.stream(key, "bootstrap"),
   )
   res["sizes"] = {
     "train": int(len(train["y"])),
@@ -229,10 +237,7 @@ def forest_figure(path, results, margin) -> None:
   statistic, few resamples): the interval is drawn from lo to hi as it is,
   and a point outside it is drawn hollow, never as a negative error bar.
   """
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = [n for n in results if n != "margin"]
   stats = ("disparity", "T1(X)", "T1(Y)", "T1(R)")
@@ -281,11 +286,11 @@ def run(config, workdir) -> dict:
       tuple(config.csv_group_values),
     )
   results = {}
-  root = jax.random.key(config.seed)
+  root = rng.root_key(config.seed)
   sweep = train_lib.Sweep(len(config.settings), name="disaggregated_eval")
-  for i, name in enumerate(config.settings):
+  for name in config.settings:
     with sweep.run(name):
-      results[name] = run_setting(config, name, jax.random.fold_in(root, i))
+      results[name] = run_setting(config, name, rng.stream(root, name))
     d = results[name]["xa"]["disparity"]["log_loss"]
     t = results[name]["xa"]["T1(X)"]["log_loss"]
     logging.info(

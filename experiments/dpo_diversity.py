@@ -55,6 +55,7 @@ from lib import alignment
 from lib import models
 from lib import train as train_lib
 from lib.core import errors
+from lib.core import rng
 from lib.core import stats
 
 OPTIMIZERS = ("gd", "adam")
@@ -146,7 +147,10 @@ def train_concept_lm(config, workdir):
   c = config.llama
   kmax = max(config.num_clusters)
   world = alignment.concept_world(
-    jax.random.key(config.train.seed + 7), kmax, c.filler_vocab, c.subset
+    rng.stream(rng.root_key(config.train.seed), "concept_world"),
+    kmax,
+    c.filler_vocab,
+    c.subset,
   )
   llama = models.Llama(
     models.LlamaConfig(
@@ -519,10 +523,7 @@ def summarize(config, acc: dict) -> dict:
 
 
 def figures(workdir, config, summary) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   opts = list(summary)
   ks = np.asarray(config.num_clusters, np.float64)

@@ -87,7 +87,7 @@ def run_method(config, method: str, workdir: str) -> dict:
 
   def init_one(key):
     k_v, k_w = jax.random.split(key)
-    vp = vae.init(k_v, jnp.zeros((1, pix * pix)), jax.random.key(0))
+    vp = vae.init(k_v, jnp.zeros((1, pix * pix)), rng.stream(k_v, "sample"))
     wp = weighter.init(k_w, jnp.zeros((1, pix * pix)))
     buf = jnp.zeros((cap, 2)).at[0].set(start)
     return {
@@ -176,7 +176,8 @@ def run_method(config, method: str, workdir: str) -> dict:
 
 
 def imagine(config, vae, s, n: int = 512):
-  z = jax.random.normal(jax.random.key(3), (n, config.latent))
+  key = rng.stream(rng.root_key(config.train.seed), "imagine")
+  z = jax.random.normal(key, (n, config.latent))
   img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
   return drag.decode_position(img)
 
@@ -251,10 +252,7 @@ def run(config, workdir) -> dict:
 
 
 def figures(workdir, names, out, results) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, axes = plt.subplots(2, len(names), figsize=(2.8 * len(names), 5.6))
   walls = drag.U_MAZE
@@ -269,8 +267,9 @@ def figures(workdir, names, out, results) -> None:
       ax.set(xlim=(0, 1), ylim=(1, 0), xticks=[], yticks=[])
       ax.set_title(f"{m}: {title}", fontsize=8)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "visited_imagined.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(
+    fig, os.path.join(workdir, "visited_imagined.png"), dpi=120
+  )
 
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
   for ax, key in zip(axes, ("visited_coverage", "imagined_coverage")):
@@ -284,8 +283,7 @@ def figures(workdir, names, out, results) -> None:
     )
     ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "coverage.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "coverage.png"), dpi=120)
 
 
 if __name__ == "__main__":

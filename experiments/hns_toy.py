@@ -242,10 +242,7 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
 
 
 def figure(workdir, grid, data, examples, config):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = list(config.functionals)
   fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.5))

@@ -43,6 +43,7 @@ from lib import explain
 from lib import models
 from lib import train as train_lib
 from lib.core import errors
+from lib.core import rng
 from lib.core import stats
 
 DATASETS = ("synthetic",) + explain.data.UCR
@@ -138,10 +139,13 @@ def explain_dataset(config, model, params, test, window):
   logits = jax.vmap(lambda s: model.apply(params, s))(x_all)
   cls = jnp.argmax(logits, -1)
   baseline = jnp.zeros(n, x_all.dtype)
+  root = rng.root_key(config.train.seed)
   noise = config.robust_noise * jax.random.normal(
-    jax.random.key(1), x_all.shape, x_all.dtype
+    rng.stream(root, "robust_noise"), x_all.shape, x_all.dtype
   )
-  rand_scores = jax.random.uniform(jax.random.key(2), x_all.shape)
+  rand_scores = jax.random.uniform(
+    rng.stream(root, "random_scores"), x_all.shape
+  )
   points = config.deletion_points
 
   def per_series(x, c, eps, rnd):
@@ -282,7 +286,9 @@ def refine(config, model, params, x_ev, cls_ev, per, best, ev, k):
   baseline = jnp.zeros(n, x_ev.dtype)
   best_scores = jnp.asarray(per[f"attr/{best}"][ev])
   igv = {lv: jnp.asarray(per[f"attr/igv{lv}"][ev]) for lv in config.levels}
-  rnd = jax.random.uniform(jax.random.key(3), x_ev.shape)
+  rnd = jax.random.uniform(
+    rng.stream(rng.root_key(config.train.seed), "greedy_random"), x_ev.shape
+  )
   m = config.greedy_candidates
   points = config.deletion_points
 
@@ -324,10 +330,7 @@ def refine(config, model, params, x_ev, cls_ev, per, best, ev, k):
 
 def heat_strips(path, examples, levels) -> None:
   """One example series per dataset with each view's attribution in time."""
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = list(examples)
   fig, axes = plt.subplots(
@@ -351,15 +354,11 @@ def heat_strips(path, examples, levels) -> None:
       ax.set_yticks([0], [f"view {lv}"], fontsize=7)
       ax.set_xticks([])
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def figure(path, results) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   names = list(results)
   fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
@@ -375,8 +374,7 @@ def figure(path, results) -> None:
     ax.set_title(f"{metric} ({better} is better)")
     ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, path, dpi=120)
 
 
 def run(config, workdir) -> dict:

@@ -525,10 +525,7 @@ def summarize(config, sweeps, old_acc_pre) -> dict:
 
 
 def _figure(path, config, summary, old_acc_pre):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   lrs = np.asarray(config.finetune.lrs)
   fig, axes = plt.subplots(1, 3, figsize=(14, 4))

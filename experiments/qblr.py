@@ -389,10 +389,7 @@ def student_t_mle(config, workdir, sweep) -> dict:
 
 
 def _mle_figure(path, curves, iters, tol):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(7, 4.5))
   for name, rows in curves.items():
@@ -756,10 +753,7 @@ def logistic_vi(config, workdir, sweep) -> dict:
 
 
 def _vi_figure(path, curves, out):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, axes = plt.subplots(1, 2, figsize=(10, 4))
   for name, per_split in curves.items():

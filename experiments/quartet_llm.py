@@ -27,10 +27,7 @@ from lib.core import errors
 
 def loss_figure(path: str, histories: dict) -> None:
   """Train loss per method: mean over seeds, shaded min..max."""
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(6, 4))
   for method, hist in histories.items():

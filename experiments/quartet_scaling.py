@@ -257,10 +257,7 @@ def fit(config, points) -> dict:
 
 def fit_figure(path: str, points, law, effs) -> None:
   """Validation loss against tokens per size: points and the fitted curves."""
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(7, 4.5))
   methods = sorted({p["method"] for p in points}, key=lambda m: m != "bf16")

@@ -755,10 +755,7 @@ def summarize_mlp(out: dict, m) -> dict:
 
 
 def plot(results, config, path):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   fig, axes = plt.subplots(1, 2, figsize=(11, 4))
   quad = results.get("quadratic", {})

@@ -239,7 +239,9 @@ def train_phase(config, tools, phase: str, init_params, trainable, workdir):
     return llama.init(key, np.zeros((1, seq_len), np.int32))
 
   if trainable is not None:
-    tx = interp.freeze(tx, jax.eval_shape(fresh, jax.random.key(0)), trainable)
+    tx = interp.freeze(
+      tx, jax.eval_shape(fresh, rng.root_key(config.train.seed)), trainable
+    )
   train_step = train_lib.make_train_step(
     lambda p, batch, key: (
       _masked_ce(llama.apply(p, batch[0][:, :-1]), batch[0][:, 1:], batch[1]),
@@ -459,10 +461,7 @@ def run(config, workdir) -> dict:
 
 
 def figures(workdir, config, results, a, b) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   layers = config.model.n_layers
   fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
@@ -477,8 +476,7 @@ def figures(workdir, config, results, a, b) -> None:
     ax.set(ylabel=label, title=f"Delta per module ({label})")
     ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "delta_norms.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "delta_norms.png"), dpi=120)
 
   pa, pb = _unstack(a, 0), _unstack(b, 0)
   fig, axes = plt.subplots(1, len(SINGLE), figsize=(2.3 * len(SINGLE), 2.6))
@@ -490,8 +488,9 @@ def figures(workdir, config, results, a, b) -> None:
     ax.set(title=f"{m} (BC {bc:.2f})", xlabel="relative change")
     ax.set_yticks([])
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "relative_change_hist.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(
+    fig, os.path.join(workdir, "relative_change_hist.png"), dpi=120
+  )
 
   models_ = results["models"]
   fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
@@ -524,8 +523,7 @@ def figures(workdir, config, results, a, b) -> None:
     )
     ax2.set_ylabel("grammar perplexity (dots)")
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "merge_freeze.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "merge_freeze.png"), dpi=120)
 
   d = results["destruction"]
   grid = np.array(
@@ -544,8 +542,7 @@ def figures(workdir, config, results, a, b) -> None:
   ax.set_title("B's reasoning accuracy, one module zeroed")
   fig.colorbar(im)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "destruction.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "destruction.png"), dpi=120)
 
 
 if __name__ == "__main__":

@@ -135,10 +135,7 @@ def analytic_accuracies(config, data) -> dict:
 
 
 def boundary_figure(path, config, data, weights: dict) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   d = config.data
   grid = jnp.linspace(-0.8, 0.8, 321)

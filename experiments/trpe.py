@@ -184,9 +184,9 @@ def run(config, workdir) -> dict:
       logits[objective] = pretrain(
         config, grid, objective, os.path.join(workdir, objective)
       )
+  eval_key = rng.stream(rng.root_key(config.train.seed), "evaluate")
   ev = {
-    name: evaluate(config, grid, lg, jax.random.key(config.train.seed + 11))
-    for name, lg in logits.items()
+    name: evaluate(config, grid, lg, eval_key) for name, lg in logits.items()
   }
   curves = {}
   for name in sources:
@@ -263,10 +263,7 @@ def run(config, workdir) -> dict:
 
 
 def figures(workdir, grid, sources, ev, results) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
+  from experiments._plot import plt
 
   h, w = grid.shape
   walls = np.asarray(grid.walls)
@@ -279,8 +276,7 @@ def figures(workdir, grid, sources, ev, results) -> None:
     cov = results["sources"][name]["coverage"]["mean"]
     ax.set(title=f"{name} (coverage {cov:.2f})", xticks=[], yticks=[])
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "visitation.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "visitation.png"), dpi=120)
 
   fig, ax = plt.subplots(figsize=(5, 3.4))
   for name in sources:
@@ -292,8 +288,7 @@ def figures(workdir, grid, sources, ev, results) -> None:
   )
   ax.legend(fontsize=7)
   fig.tight_layout()
-  fig.savefig(os.path.join(workdir, "finetune.png"), dpi=120)
-  plt.close(fig)
+  train_lib.save_figure(fig, os.path.join(workdir, "finetune.png"), dpi=120)
 
 
 if __name__ == "__main__":
