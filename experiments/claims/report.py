@@ -100,6 +100,7 @@ class Claim:
 
 
 def banded(
+  *,
   name: str,
   metric: str,
   claim: str,
@@ -108,7 +109,6 @@ def banded(
   check: str,
   note: str = "",
   figure: str | None = None,
-  *,
   fmt: str = "{:+.3g}",
   figures: tuple[str, ...] = (),
   **common,
@@ -116,7 +116,7 @@ def banded(
   """A claim on `metric`.mean whose interval is `metric`.lo / .hi and whose
   per-unit samples are `metric`.seeds (the layout of `lib.core.stats.band`);
   `common` holds paper, experiment, config. `figure` adds one figure to
-  `figures`."""
+  `figures`. Keyword-only: ten texts in a row are too easy to swap."""
   if figure is not None:
     figures = tuple(figures) + (figure,)
   if "no_samples" not in common:

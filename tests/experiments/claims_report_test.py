@@ -272,7 +272,15 @@ def _banded_results(m, s, n):
   ],
 )
 def test_seeds_needed_from_known_mean_and_spread(m, s, n, check, c):
-  claim = report.banded("x", "d", "claim", "1", "B", check, **_WHERE)
+  claim = report.banded(
+    name="x",
+    metric="d",
+    claim="claim",
+    paper_value="1",
+    comparator="B",
+    check=check,
+    **_WHERE,
+  )
   row = report.evaluate(claim, _banded_results(m, s, n))
   assert row["verdict"] == "unresolved", row
   expected = _expected_seeds(m, s, c)
@@ -289,7 +297,15 @@ def test_seeds_needed_from_known_mean_and_spread(m, s, n, check, c):
 
 
 def test_seeds_needed_when_the_mean_sits_on_the_check_or_is_settled():
-  claim = report.banded("x", "d", "claim", "1", "B", ">= 0", **_WHERE)
+  claim = report.banded(
+    name="x",
+    metric="d",
+    claim="claim",
+    paper_value="1",
+    comparator="B",
+    check=">= 0",
+    **_WHERE,
+  )
   row = report.evaluate(claim, _banded_results(0.0, 0.1, 3))
   assert row["verdict"] == "unresolved"
   assert row["seeds_needed"] == "not within 1000 seeds"
