@@ -1,11 +1,15 @@
 """Claim checks, verdicts and the report tables (experiments/claims/report.py)."""
 
+import ast
+import glob
 import math
+import os
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from experiments.claims import all_claims
 from experiments.claims import report
 
 
@@ -378,3 +382,69 @@ def test_summary_table_counts_each_paper_and_its_run_time():
   assert "| p | 2 | 1 | 0 | 1 | 0 | 1:05 |" in head
   assert "| q | 2 | 0 | 1 | 0 | 1 | 1:01 |" in head
   assert "| **all** | 4 | 1 | 1 | 1 | 1 | 2:06 |" in head
+
+
+def test_absent_keys_reads_as_evaluate_does():
+  claim = _claim(
+    metric="m.mean",
+    interval=("m.lo", "m.hi"),
+    comparator_diverged="m.finite",
+    samples="m.runs.*.seeds",
+  )
+  full = {
+    "m": {
+      "mean": "NaN",  # present, not finite: "no", not "missing"
+      "lo": 0.0,
+      "hi": 1.0,
+      "finite": 1.0,
+      "runs": {"a": {"seeds": [1.0, 2.0]}},
+    }
+  }
+  assert report.absent_keys(claim, full) == {}
+  assert report.claim_keys(claim) == {
+    "metric": "m.mean",
+    "interval.lo": "m.lo",
+    "interval.hi": "m.hi",
+    "comparator_diverged": "m.finite",
+    "samples": "m.runs.*.seeds",
+  }
+  bad = {"m": {"mean": {"x": 1}, "lo": 0.0, "finite": "yes", "runs": {}}}
+  assert report.absent_keys(claim, bad) == {
+    "metric": "m.mean",
+    "interval.hi": "m.hi",
+    "comparator_diverged": "m.finite",
+    "samples": "m.runs.*.seeds",
+  }
+  # Every absent metric or flag is what evaluate calls "missing".
+  assert report.evaluate(claim, {"m": {"lo": 0, "hi": 1}})["verdict"] == (
+    "missing"
+  )
+
+
+def _claim_key_checks() -> set:
+  """Experiments whose tests call helpers.check_claim_keys("<name>", ...)."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  found = set()
+  for path in glob.glob(os.path.join(here, "*_test.py")):
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if not isinstance(node, ast.Call) or not node.args:
+        continue
+      name = getattr(node.func, "attr", getattr(node.func, "id", None))
+      first = node.args[0]
+      if name == "check_claim_keys" and isinstance(first, ast.Constant):
+        found.add(first.value)
+  return found
+
+
+@pytest.mark.parametrize(
+  "experiment", sorted({c.experiment for c in all_claims()})
+)
+def test_every_experiment_with_claims_checks_its_keys_in_smoke(experiment):
+  """A claim whose key was renamed would read "missing" in REPORT.md; the
+  smoke test of its experiment must resolve every claim key (helpers)."""
+  assert experiment in _claim_key_checks(), (
+    f"no test in tests/experiments calls helpers.check_claim_keys("
+    f"{experiment!r}, workdir) on its smoke results"
+  )
