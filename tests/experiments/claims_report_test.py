@@ -1,6 +1,7 @@
 """Claim checks, verdicts and the report tables (experiments/claims/report.py)."""
 
 import ast
+import functools
 import glob
 import math
 import os
@@ -421,7 +422,8 @@ def test_absent_keys_reads_as_evaluate_does():
   )
 
 
-def _claim_key_checks() -> set:
+@functools.cache
+def _claim_key_checks() -> frozenset:
   """Experiments whose tests call helpers.check_claim_keys("<name>", ...)."""
   here = os.path.dirname(os.path.abspath(__file__))
   found = set()
@@ -435,7 +437,7 @@ def _claim_key_checks() -> set:
       first = node.args[0]
       if name == "check_claim_keys" and isinstance(first, ast.Constant):
         found.add(first.value)
-  return found
+  return frozenset(found)
 
 
 @pytest.mark.parametrize(
