@@ -171,3 +171,42 @@ def config_differences(a, b, prefix: str = "") -> dict:
     elif va != vb:
       out[f"{prefix}{key}"] = (va, vb)
   return out
+
+
+def check_claim_keys(experiment: str, workdir, absent=None) -> None:
+  """Fails unless every registered claim of `experiment` finds each key the
+  report reads (`report.claim_keys`: metric, interval, comparator_diverged,
+  samples) in the smoke run's results.json under `workdir`, read as
+  `report.absent_keys` reads it: a renamed key fails here rather than turning
+  a claim "missing" in REPORT.md.
+
+  `absent` names the keys this test's run cannot write (e.g. a setting only
+  the quick run has), with why: {claim name: why} for all of a claim's keys,
+  {claim name: {role: why}} for some. They must be absent (a stale entry
+  fails too), so every key not checked here is named with its reason.
+  claims_report_test.py fails for any experiment with claims whose smoke test
+  does not call this.
+  """
+  from experiments.claims import all_claims
+  from experiments.claims import report as report_lib
+
+  with open(os.path.join(str(workdir), "results.json")) as f:
+    results = json.load(f)
+  absent = absent or {}
+  claims = [c for c in all_claims() if c.experiment == experiment]
+  assert claims, f"no registered claim runs {experiment!r}"
+  unknown = set(absent) - {c.name for c in claims}
+  assert not unknown, f"absent names no claim of {experiment}: {unknown}"
+  problems = []
+  for c in claims:
+    missing = report_lib.absent_keys(c, results)
+    why = absent.get(c.name, {})
+    expected = set(report_lib.claim_keys(c) if isinstance(why, str) else why)
+    for role, key in missing.items():
+      if role not in expected:
+        problems.append(f"{c.name}: no {role} `{key}`")
+    for role in expected - set(missing):
+      problems.append(f"{c.name}: {role} is listed absent but present")
+  assert not problems, f"{experiment} smoke results.json: " + "; ".join(
+    problems
+  )

@@ -2,7 +2,9 @@
 
 `report.py` holds the machinery (Claim, verdicts, REPORT.md); `all_claims()`
 collects every other module's CLAIMS in module order; `experiments/reproduce.py`
-runs them.
+runs them. Every experiment with claims has a smoke test that calls
+`tests.helpers.check_claim_keys` (claims_report_test.py enforces it), so a
+claim key the results lack fails a test, not the report.
 """
 
 import importlib

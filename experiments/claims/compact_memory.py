@@ -22,8 +22,8 @@ _COMMON = dict(
 )
 
 
-def _paired(*args, figures=("accuracy_vs_memory.png",)):
-  return banded(*args, fmt="{:+.3f}", figures=figures, **_COMMON)
+def _paired(*, figures=("accuracy_vs_memory.png",), **kwargs):
+  return banded(fmt="{:+.3f}", figures=figures, **kwargs, **_COMMON)
 
 
 _REPLAY = (
@@ -33,105 +33,135 @@ _REPLAY = (
 
 CLAIMS = [
   _paired(
-    "compact_memory_beats_replay_smallest",
-    "digits.smallest.compact_minus_replay",
-    "At the smallest memory, compact memory is far more accurate than "
-    "experience replay.",
-    "60 % vs 30 % at memory 0.3 % of the data (Split-ImageNet, CLIP)",
-    _REPLAY,
-    "> 0",
-    "Ours: Split-digits accuracy over all classes after the last task, "
-    "compact minus replay at 2 points per task (0.8 % of the data).",
+    name="compact_memory_beats_replay_smallest",
+    metric="digits.smallest.compact_minus_replay",
+    claim=(
+      "At the smallest memory, compact memory is far more accurate than "
+      "experience replay."
+    ),
+    paper_value="60 % vs 30 % at memory 0.3 % of the data (Split-ImageNet, CLIP)",
+    comparator=_REPLAY,
+    check="> 0",
+    note=(
+      "Ours: Split-digits accuracy over all classes after the last task, "
+      "compact minus replay at 2 points per task (0.8 % of the data)."
+    ),
   ),
   _paired(
-    "compact_memory_beats_replay_m5",
-    "digits.compact_minus_replay.m5",
-    "Compact memory beats replay at moderate memory too.",
-    "74 % at 2 % memory (replay lower; Split-ImageNet)",
-    _REPLAY,
-    "> 0",
-    "Ours: 5 points per task (2.0 % of the data).",
+    name="compact_memory_beats_replay_m5",
+    metric="digits.compact_minus_replay.m5",
+    claim="Compact memory beats replay at moderate memory too.",
+    paper_value="74 % at 2 % memory (replay lower; Split-ImageNet)",
+    comparator=_REPLAY,
+    check="> 0",
+    note="Ours: 5 points per task (2.0 % of the data).",
   ),
   _paired(
-    "compact_memory_beats_replay_m10",
-    "digits.compact_minus_replay.m10",
-    "Compact memory beats replay at every memory size up to 10 per task "
-    "(the issue's acceptance).",
-    NO_PAPER_VALUE,
-    _REPLAY,
-    "> 0",
-    "Ours: 10 points per task (4.0 % of the data).",
+    name="compact_memory_beats_replay_m10",
+    metric="digits.compact_minus_replay.m10",
+    claim=(
+      "Compact memory beats replay at every memory size up to 10 per task "
+      "(the issue's acceptance)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=_REPLAY,
+    check="> 0",
+    note="Ours: 10 points per task (4.0 % of the data).",
   ),
   _paired(
-    "compact_memory_beats_random_kprior",
-    "digits.smallest.compact_minus_random",
-    "Fitting the memory by Hessian matching (PPCA-EM) beats a K-prior on "
-    "the same number of random points (unit weights).",
-    NO_PAPER_VALUE,
-    "K-prior with random memory points as the official baseline (L2 term "
-    "towards 0), the same points the EM starts from, paired per seed",
-    "> 0",
-    "Ours: 2 points per task.",
+    name="compact_memory_beats_random_kprior",
+    metric="digits.smallest.compact_minus_random",
+    claim=(
+      "Fitting the memory by Hessian matching (PPCA-EM) beats a K-prior on "
+      "the same number of random points (unit weights)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "K-prior with random memory points as the official baseline (L2 term "
+      "towards 0), the same points the EM starts from, paired per seed"
+    ),
+    check="> 0",
+    note="Ours: 2 points per task.",
   ),
   _paired(
-    "compact_memory_beats_random_kprior_anchored",
-    "digits.smallest.compact_minus_random_anchored",
-    "Hessian matching also beats random points when the random K-prior's "
-    "L2 term is anchored at the previous task's weights, as the compact "
-    "memory's is.",
-    NO_PAPER_VALUE,
-    "K-prior with random memory points, L2 towards the previous task's "
-    "weights (ours, a second baseline), the same points, paired per seed",
-    "> 0",
-    "Ours: 2 points per task.",
+    name="compact_memory_beats_random_kprior_anchored",
+    metric="digits.smallest.compact_minus_random_anchored",
+    claim=(
+      "Hessian matching also beats random points when the random K-prior's "
+      "L2 term is anchored at the previous task's weights, as the compact "
+      "memory's is."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "K-prior with random memory points, L2 towards the previous task's "
+      "weights (ours, a second baseline), the same points, paired per seed"
+    ),
+    check="> 0",
+    note="Ours: 2 points per task.",
   ),
   _paired(
-    "compact_memory_batch_upper_bound",
-    "digits.smallest.batch_minus_compact",
-    "Batch (joint) training on all data bounds the continual methods from "
-    "above.",
-    "batch 77.6 % vs compact 60 % (0.3 %) / 74 % (2 %)",
-    "compact memory at 2 points per task (batch is the reference)",
-    ">= 0",
-    "Ours: batch minus compact; batch trains for as many Adam steps as the "
-    "whole task sequence.",
+    name="compact_memory_batch_upper_bound",
+    metric="digits.smallest.batch_minus_compact",
+    claim=(
+      "Batch (joint) training on all data bounds the continual methods from "
+      "above."
+    ),
+    paper_value="batch 77.6 % vs compact 60 % (0.3 %) / 74 % (2 %)",
+    comparator="compact memory at 2 points per task (batch is the reference)",
+    check=">= 0",
+    note=(
+      "Ours: batch minus compact; batch trains for as many Adam steps as the "
+      "whole task sequence."
+    ),
   ),
   _paired(
-    "compact_memory_moons_beats_random_kprior",
-    "moons.smallest.compact_minus_random",
-    "On the four-moons demo, one compact memory vector per task beats a "
-    "K-prior on one random point per task.",
-    NO_PAPER_VALUE,
-    "K-prior with random memory points as the official baseline (L2 term "
-    "towards 0), 1 point per task, paired per seed",
-    "> 0",
-    "Ours: the notebook's setup (only the memory's beta clamped).",
+    name="compact_memory_moons_beats_random_kprior",
+    metric="moons.smallest.compact_minus_random",
+    claim=(
+      "On the four-moons demo, one compact memory vector per task beats a "
+      "K-prior on one random point per task."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "K-prior with random memory points as the official baseline (L2 term "
+      "towards 0), 1 point per task, paired per seed"
+    ),
+    check="> 0",
+    note="Ours: the notebook's setup (only the memory's beta clamped).",
     figures=("moons_boundaries.png", "accuracy_vs_memory.png"),
   ),
   _paired(
-    "compact_memory_moons_beats_random_kprior_anchored",
-    "moons.smallest.compact_minus_random_anchored",
-    "On the four-moons demo, one compact memory vector per task beats a "
-    "K-prior on one random point per task with its L2 term anchored at the "
-    "previous task's weights.",
-    NO_PAPER_VALUE,
-    "K-prior with random memory points, L2 towards the previous task's "
-    "weights (ours, a second baseline), 1 point per task, paired per seed",
-    "> 0",
-    "Ours: the notebook's setup (only the memory's beta clamped).",
+    name="compact_memory_moons_beats_random_kprior_anchored",
+    metric="moons.smallest.compact_minus_random_anchored",
+    claim=(
+      "On the four-moons demo, one compact memory vector per task beats a "
+      "K-prior on one random point per task with its L2 term anchored at the "
+      "previous task's weights."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "K-prior with random memory points, L2 towards the previous task's "
+      "weights (ours, a second baseline), 1 point per task, paired per seed"
+    ),
+    check="> 0",
+    note="Ours: the notebook's setup (only the memory's beta clamped).",
     figures=("moons_boundaries.png", "accuracy_vs_memory.png"),
   ),
   _paired(
-    "compact_memory_moons_beats_replay",
-    "moons.smallest.compact_minus_replay",
-    "On the four-moons demo, one compact memory vector per task retains the "
-    "old boundaries better than one replayed point per task.",
-    NO_PAPER_VALUE,
-    "experience replay, 1 point per task, paired per seed",
-    "> 0",
-    "Ours: 10k full-batch Adam steps per task (the notebook's 10k-20k); "
-    "with 2k steps per task the sequential models are under-trained and the "
-    "gap is inside seed noise. See moons_boundaries.png.",
+    name="compact_memory_moons_beats_replay",
+    metric="moons.smallest.compact_minus_replay",
+    claim=(
+      "On the four-moons demo, one compact memory vector per task retains the "
+      "old boundaries better than one replayed point per task."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator="experience replay, 1 point per task, paired per seed",
+    check="> 0",
+    note=(
+      "Ours: 10k full-batch Adam steps per task (the notebook's 10k-20k); "
+      "with 2k steps per task the sequential models are under-trained and the "
+      "gap is inside seed noise. See moons_boundaries.png."
+    ),
     figures=("moons_boundaries.png", "accuracy_vs_memory.png"),
   ),
 ]

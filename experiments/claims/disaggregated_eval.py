@@ -28,91 +28,105 @@ _claim = functools.partial(banded, fmt="{:+.4f}", **_COMMON)
 
 CLAIMS = [
   _claim(
-    "disagg_covariate_shift_unequal",
-    "covariate_shift.xa.disparity.log_loss",
-    "Under covariate shift a Bayes-optimal model is unequal across groups.",
-    "unequal subgroup metrics (Sec. 4)",
-    "group 0's log-loss, same Bayes-optimal model",
-    "> 0",
-    "Ours: log-loss of P(Y | X, A) from the DGP, group 1 minus group 0.",
+    name="disagg_covariate_shift_unequal",
+    metric="covariate_shift.xa.disparity.log_loss",
+    claim="Under covariate shift a Bayes-optimal model is unequal across groups.",
+    paper_value="unequal subgroup metrics (Sec. 4)",
+    comparator="group 0's log-loss, same Bayes-optimal model",
+    check="> 0",
+    note="Ours: log-loss of P(Y | X, A) from the DGP, group 1 minus group 0.",
   ),
   _claim(
-    "disagg_covariate_shift_explained_by_x",
-    "covariate_shift.xa.T1(X).log_loss",
-    "... and the difference is explained by the shift in X: T_a(X) ~ 0.",
-    "T_a(X) ~ 0",
-    "the population weighted by P(A=1 | X) (logistic regression)",
-    _EQUIV,
-    "Ours: T_1(X) of the log-loss.",
+    name="disagg_covariate_shift_explained_by_x",
+    metric="covariate_shift.xa.T1(X).log_loss",
+    claim="... and the difference is explained by the shift in X: T_a(X) ~ 0.",
+    paper_value="T_a(X) ~ 0",
+    comparator="the population weighted by P(A=1 | X) (logistic regression)",
+    check=_EQUIV,
+    note="Ours: T_1(X) of the log-loss.",
   ),
   _claim(
-    "disagg_outcome_shift_not_explained_by_x",
-    "outcome_shift.xa.T1(X).log_loss",
-    "Under outcome shift (P(Y | X) differs by group) weighting on X does not "
-    "explain the difference.",
-    "T_a(X) != 0",
-    "the population weighted by P(A=1 | X)",
-    "< 0",
-    "Ours: group 1's steeper P(Y | X) (slope -1 vs 0.5) gives it the lower "
-    "log-loss, so T_1(X) < 0.",
+    name="disagg_outcome_shift_not_explained_by_x",
+    metric="outcome_shift.xa.T1(X).log_loss",
+    claim=(
+      "Under outcome shift (P(Y | X) differs by group) weighting on X does not "
+      "explain the difference."
+    ),
+    paper_value="T_a(X) != 0",
+    comparator="the population weighted by P(A=1 | X)",
+    check="< 0",
+    note=(
+      "Ours: group 1's steeper P(Y | X) (slope -1 vs 0.5) gives it the lower "
+      "log-loss, so T_1(X) < 0."
+    ),
   ),
   _claim(
-    "disagg_anticausal_label_shift_unequal_precision",
-    "anticausal_label_shift.x.disparity.precision",
-    "Under anticausal label shift the group-agnostic model's precision "
-    "differs by group.",
-    "unequal label-rate-dependent metrics",
-    "group 0's precision, same f(X)",
-    "< 0",
-    "Ours: f(X) by logistic regression; group 1's label rate is 0.1 vs 0.5.",
+    name="disagg_anticausal_label_shift_unequal_precision",
+    metric="anticausal_label_shift.x.disparity.precision",
+    claim=(
+      "Under anticausal label shift the group-agnostic model's precision "
+      "differs by group."
+    ),
+    paper_value="unequal label-rate-dependent metrics",
+    comparator="group 0's precision, same f(X)",
+    check="< 0",
+    note="Ours: f(X) by logistic regression; group 1's label rate is 0.1 vs 0.5.",
   ),
   _claim(
-    "disagg_anticausal_label_shift_explained_by_y_precision",
-    "anticausal_label_shift.x.T1(Y).precision",
-    "... and weighting on Y explains it: T_a(Y) ~ 0 (precision).",
-    "T_a(Y) ~ 0",
-    "the population weighted by P(A=1 | Y)",
-    _EQUIV,
-    "Ours: T_1(Y) of the precision at 0.5.",
+    name="disagg_anticausal_label_shift_explained_by_y_precision",
+    metric="anticausal_label_shift.x.T1(Y).precision",
+    claim="... and weighting on Y explains it: T_a(Y) ~ 0 (precision).",
+    paper_value="T_a(Y) ~ 0",
+    comparator="the population weighted by P(A=1 | Y)",
+    check=_EQUIV,
+    note="Ours: T_1(Y) of the precision at 0.5.",
   ),
   _claim(
-    "disagg_anticausal_label_shift_explained_by_y_log_loss",
-    "anticausal_label_shift.x.T1(Y).log_loss",
-    "... the same for the log-loss.",
-    "T_a(Y) ~ 0",
-    "the population weighted by P(A=1 | Y)",
-    _EQUIV,
-    "Ours: T_1(Y) of the log-loss.",
+    name="disagg_anticausal_label_shift_explained_by_y_log_loss",
+    metric="anticausal_label_shift.x.T1(Y).log_loss",
+    claim="... the same for the log-loss.",
+    paper_value="T_a(Y) ~ 0",
+    comparator="the population weighted by P(A=1 | Y)",
+    check=_EQUIV,
+    note="Ours: T_1(Y) of the log-loss.",
   ),
   _claim(
-    "disagg_selection_on_y_miscalibrates",
-    "selection_on_y.xa.calibration.group1",
-    "Selection on Y miscalibrates the population's P(Y | X, A) within groups "
-    "of the selected data.",
-    "miscalibrated under selection on Y",
-    "calibration-in-the-large = 0",
-    "< 0",
-    "Ours: mean score minus label rate in group 1 of the selected evaluation "
-    "rows; P(S | y) = (0.4, 0.8) over-selects positives.",
+    name="disagg_selection_on_y_miscalibrates",
+    metric="selection_on_y.xa.calibration.group1",
+    claim=(
+      "Selection on Y miscalibrates the population's P(Y | X, A) within groups "
+      "of the selected data."
+    ),
+    paper_value="miscalibrated under selection on Y",
+    comparator="calibration-in-the-large = 0",
+    check="< 0",
+    note=(
+      "Ours: mean score minus label rate in group 1 of the selected evaluation "
+      "rows; P(S | y) = (0.4, 0.8) over-selects positives."
+    ),
   ),
   _claim(
-    "disagg_selection_on_y_ipw_restores",
-    "selection_on_y.xa.calibration_ipw.group1",
-    "Inverse-probability weights 1/P(S | y) restore calibration.",
-    "calibrated after 1/P(S | y) weighting",
-    "calibration-in-the-large = 0",
-    _EQUIV,
-    "Ours: the same rows weighted by 1/P(S | y).",
+    name="disagg_selection_on_y_ipw_restores",
+    metric="selection_on_y.xa.calibration_ipw.group1",
+    claim="Inverse-probability weights 1/P(S | y) restore calibration.",
+    paper_value="calibrated after 1/P(S | y) weighting",
+    comparator="calibration-in-the-large = 0",
+    check=_EQUIV,
+    note="Ours: the same rows weighted by 1/P(S | y).",
   ),
   _claim(
-    "disagg_covariate_shift_group_aware_no_better",
-    "covariate_shift.relative.group1.log_loss",
-    "Where Y _|_ A | X (covariate shift), the group-aware model f(X, A) is no "
-    "better than f(X): the relative comparison is ~0.",
-    "equal performance probes Y _|_ A | X",
-    "f(X) by logistic regression, paired per row",
-    _EQUIV,
-    "Ours: log-loss of f(X, A) minus f(X) in group 1 (outcome_shift gives "
-    "a clear negative value, in results.json).",
+    name="disagg_covariate_shift_group_aware_no_better",
+    metric="covariate_shift.relative.group1.log_loss",
+    claim=(
+      "Where Y _|_ A | X (covariate shift), the group-aware model f(X, A) is no "
+      "better than f(X): the relative comparison is ~0."
+    ),
+    paper_value="equal performance probes Y _|_ A | X",
+    comparator="f(X) by logistic regression, paired per row",
+    check=_EQUIV,
+    note=(
+      "Ours: log-loss of f(X, A) minus f(X) in group 1 (outcome_shift gives "
+      "a clear negative value, in results.json)."
+    ),
   ),
 ]

@@ -34,63 +34,81 @@ _NEARLY_FLAT = "in [-0.25, 0.25]"
 
 CLAIMS = [
   _claim(
-    "dpo_worst_value_qstar_grows_with_log_k",
-    "gd.worst.fit_b",
-    "The samples per value needed for every value to reach a fixed accuracy "
-    "grow with K: Q* = a + b log K with b > 0.",
-    "Q = Theta(log K)",
-    "a constant Q* (b = 0)",
-    "> 0",
-    "Ours: GD; Q* of the worst value's accuracy; b fitted per seed on the K "
-    "whose Q* lies inside the sweep.",
-    "qstar_vs_k.png",
+    name="dpo_worst_value_qstar_grows_with_log_k",
+    metric="gd.worst.fit_b",
+    claim=(
+      "The samples per value needed for every value to reach a fixed accuracy "
+      "grow with K: Q* = a + b log K with b > 0."
+    ),
+    paper_value="Q = Theta(log K)",
+    comparator="a constant Q* (b = 0)",
+    check="> 0",
+    note=(
+      "Ours: GD; Q* of the worst value's accuracy; b fitted per seed on the K "
+      "whose Q* lies inside the sweep."
+    ),
+    figure="qstar_vs_k.png",
   ),
   _claim(
-    "dpo_worst_value_qstar_log_k_fits_at_least_as_well_as_linear_k",
-    "gd.worst.sse_lin_minus_log",
-    "The worst value's Q*(K) follows log K at least as well as linear-in-K "
-    "growth.",
-    "Q = Theta(log K)",
-    "the least-squares fit a' + b' K on the same points",
-    ">= 0",
-    "Ours: GD; residual sum of squares of the linear fit minus that of the "
-    "log fit, per seed.",
-    "qstar_vs_k.png",
+    name="dpo_worst_value_qstar_log_k_fits_at_least_as_well_as_linear_k",
+    metric="gd.worst.sse_lin_minus_log",
+    claim=(
+      "The worst value's Q*(K) follows log K at least as well as linear-in-K "
+      "growth."
+    ),
+    paper_value="Q = Theta(log K)",
+    comparator="the least-squares fit a' + b' K on the same points",
+    check=">= 0",
+    note=(
+      "Ours: GD; residual sum of squares of the linear fit minus that of the "
+      "log fit, per seed."
+    ),
+    figure="qstar_vs_k.png",
   ),
   _claim(
-    "dpo_mean_value_qstar_nearly_flat_in_k",
-    "gd.mean.fit_change_rel",
-    "With a token pair per value the values decouple, so the Q* of the mean "
-    "accuracy over values is nearly flat in K (the log K law is the worst "
-    "value's).",
-    NO_PAPER_VALUE,
-    "a constant mean-value Q* (relative change 0; 'nearly' = within 25 % "
-    "across K = 1..32, fixed before the run)",
-    _NEARLY_FLAT,
-    "Ours: GD; the log-K fit's change b log(32) over the seed's mean Q*. "
-    "`gd.mean.q_star` and `gd.worst.q_star` in results.json hold both series.",
-    "qstar_vs_k.png",
+    name="dpo_mean_value_qstar_nearly_flat_in_k",
+    metric="gd.mean.fit_change_rel",
+    claim=(
+      "With a token pair per value the values decouple, so the Q* of the mean "
+      "accuracy over values is nearly flat in K (the log K law is the worst "
+      "value's)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "a constant mean-value Q* (relative change 0; 'nearly' = within 25 % "
+      "across K = 1..32, fixed before the run)"
+    ),
+    check=_NEARLY_FLAT,
+    note=(
+      "Ours: GD; the log-K fit's change b log(32) over the seed's mean Q*. "
+      "`gd.mean.q_star` and `gd.worst.q_star` in results.json hold both series."
+    ),
+    figure="qstar_vs_k.png",
   ),
   _claim(
-    "dpo_adam_worst_value_qstar_grows_with_log_k",
-    "adam.worst.fit_b",
-    "The same growth of the worst value's Q* with Adam (the paper's "
-    "last-layer experiments use Adam).",
-    "Q = Theta(log K)",
-    "a constant Q* (b = 0)",
-    "> 0",
-    "Ours: full-batch Adam, lr 1e-2, the same T = 25 K steps (Adam's step "
-    "does not shrink with 1/K, so larger K also trains each value longer).",
-    "qstar_vs_k.png",
+    name="dpo_adam_worst_value_qstar_grows_with_log_k",
+    metric="adam.worst.fit_b",
+    claim=(
+      "The same growth of the worst value's Q* with Adam (the paper's "
+      "last-layer experiments use Adam)."
+    ),
+    paper_value="Q = Theta(log K)",
+    comparator="a constant Q* (b = 0)",
+    check="> 0",
+    note=(
+      "Ours: full-batch Adam, lr 1e-2, the same T = 25 K steps (Adam's step "
+      "does not shrink with 1/K, so larger K also trains each value longer)."
+    ),
+    figure="qstar_vs_k.png",
   ),
   _claim(
-    "dpo_adam_worst_value_qstar_log_k_fits_at_least_as_well_as_linear_k",
-    "adam.worst.sse_lin_minus_log",
-    "The same log-K versus linear-K comparison with Adam.",
-    "Q = Theta(log K)",
-    "the least-squares fit a' + b' K on the same points",
-    ">= 0",
-    "Ours: full-batch Adam, lr 1e-2.",
-    "qstar_vs_k.png",
+    name="dpo_adam_worst_value_qstar_log_k_fits_at_least_as_well_as_linear_k",
+    metric="adam.worst.sse_lin_minus_log",
+    claim="The same log-K versus linear-K comparison with Adam.",
+    paper_value="Q = Theta(log K)",
+    comparator="the least-squares fit a' + b' K on the same points",
+    check=">= 0",
+    note="Ours: full-batch Adam, lr 1e-2.",
+    figure="qstar_vs_k.png",
   ),
 ]

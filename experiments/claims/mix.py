@@ -31,43 +31,49 @@ _DEL = (
 
 CLAIMS = [
   _claim(
-    "mix_deletion_beats_time_ig_synthetic",
-    "synthetic.deletion.gain_over_time_ig",
-    "MIX's best view is more faithful than time-domain IG (deletion AUC) on "
-    "the planted sine-burst task.",
-    "MIX beats prior methods on faithfulness (UCR/UEA)",
-    _IG,
-    "> 0",
-    _DEL,
+    name="mix_deletion_beats_time_ig_synthetic",
+    metric="synthetic.deletion.gain_over_time_ig",
+    claim=(
+      "MIX's best view is more faithful than time-domain IG (deletion AUC) on "
+      "the planted sine-burst task."
+    ),
+    paper_value="MIX beats prior methods on faithfulness (UCR/UEA)",
+    comparator=_IG,
+    check="> 0",
+    note=_DEL,
   ),
   _claim(
-    "mix_deletion_beats_time_ig_gunpoint",
-    "GunPoint.deletion.gain_over_time_ig",
-    "... and on GunPoint (UCR).",
-    "MIX beats prior methods on faithfulness (UCR/UEA)",
-    _IG,
-    "> 0",
-    _DEL,
+    name="mix_deletion_beats_time_ig_gunpoint",
+    metric="GunPoint.deletion.gain_over_time_ig",
+    claim="... and on GunPoint (UCR).",
+    paper_value="MIX beats prior methods on faithfulness (UCR/UEA)",
+    comparator=_IG,
+    check="> 0",
+    note=_DEL,
   ),
   _claim(
-    "mix_deletion_beats_time_ig_italy_power",
-    "ItalyPowerDemand.deletion.gain_over_time_ig",
-    "... and on ItalyPowerDemand (UCR).",
-    "MIX beats prior methods on faithfulness (UCR/UEA)",
-    _IG,
-    "> 0",
-    _DEL,
+    name="mix_deletion_beats_time_ig_italy_power",
+    metric="ItalyPowerDemand.deletion.gain_over_time_ig",
+    claim="... and on ItalyPowerDemand (UCR).",
+    paper_value="MIX beats prior methods on faithfulness (UCR/UEA)",
+    comparator=_IG,
+    check="> 0",
+    note=_DEL,
   ),
   _claim(
-    "mix_localises_planted_burst",
-    "synthetic.localisation.mix_minus_random",
-    "The best view localises the planted burst far above random: top-k "
-    "precision at least 0.3 above a random ranking.",
-    NO_PAPER_VALUE,
-    "a random ranking of the time points (precision = window fraction)",
-    "> 0.3",
-    "Ours: k = the window length; view attributions are mapped to time by "
-    "|H|^T |a|. 0.3 was fixed before the runs.",
+    name="mix_localises_planted_burst",
+    metric="synthetic.localisation.mix_minus_random",
+    claim=(
+      "The best view localises the planted burst far above random: top-k "
+      "precision at least 0.3 above a random ranking."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator="a random ranking of the time points (precision = window fraction)",
+    check="> 0.3",
+    note=(
+      "Ours: k = the window length; view attributions are mapped to time by "
+      "|H|^T |a|. 0.3 was fixed before the runs."
+    ),
   ),
 ]
 
@@ -82,33 +88,43 @@ def _refine_claims(dataset, label):
   )
   return [
     banded(
-      f"mix_kigv_refines_other_views_{label}",
-      f"{dataset}.kigv.gain_over_igv",
-      "Refining the other views with keystone-first IG (keystone from the "
-      f"best view) makes them more faithful than their plain IGV ({dataset}).",
-      NO_PAPER_VALUE,
-      "IGV in the same view, same series, paired",
-      "> 0",
-      "Ours [inferred rules]: deletion AUC of IGV minus KIGV, averaged over "
-      "the views other than the best; keystone = the time support of the "
-      "best view's k top coefficients.",
+      name=f"mix_kigv_refines_other_views_{label}",
+      metric=f"{dataset}.kigv.gain_over_igv",
+      claim=(
+        "Refining the other views with keystone-first IG (keystone from the "
+        f"best view) makes them more faithful than their plain IGV ({dataset})."
+      ),
+      paper_value=NO_PAPER_VALUE,
+      comparator="IGV in the same view, same series, paired",
+      check="> 0",
+      note=(
+        "Ours [inferred rules]: deletion AUC of IGV minus KIGV, averaged over "
+        "the views other than the best; keystone = the time support of the "
+        "best view's k top coefficients."
+      ),
       figures=("metrics.png",),
       **common,
     ),
     banded(
-      f"mix_greedy_beats_best_view_{label}",
-      f"{dataset}.greedy.gain_over_best_ranking",
-      "Greedy selection across the views finds more informative features "
-      "than the best single view (or time IG, or random) at the same budget "
-      f"({dataset}).",
-      NO_PAPER_VALUE,
-      "the best of the best view's, time IG's and a random ranking's k top "
-      "time points deleted, per series",
-      "> 0",
-      "Ours: the lowest class probability after deleting any ranking's k top "
-      "time points minus that after the greedy deletion (k = 10 % of the "
-      "length); the greedy search queries the model, the rankings do not "
-      "(`greedy.gain_over_best_view` is the pairwise comparison).",
+      name=f"mix_greedy_beats_best_view_{label}",
+      metric=f"{dataset}.greedy.gain_over_best_ranking",
+      claim=(
+        "Greedy selection across the views finds more informative features "
+        "than the best single view (or time IG, or random) at the same budget "
+        f"({dataset})."
+      ),
+      paper_value=NO_PAPER_VALUE,
+      comparator=(
+        "the best of the best view's, time IG's and a random ranking's k top "
+        "time points deleted, per series"
+      ),
+      check="> 0",
+      note=(
+        "Ours: the lowest class probability after deleting any ranking's k top "
+        "time points minus that after the greedy deletion (k = 10 % of the "
+        "length); the greedy search queries the model, the rankings do not "
+        "(`greedy.gain_over_best_view` is the pairwise comparison)."
+      ),
       figures=("heat_strips.png",),
       **common,
     ),

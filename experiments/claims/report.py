@@ -100,6 +100,7 @@ class Claim:
 
 
 def banded(
+  *,
   name: str,
   metric: str,
   claim: str,
@@ -108,7 +109,6 @@ def banded(
   check: str,
   note: str = "",
   figure: str | None = None,
-  *,
   fmt: str = "{:+.3g}",
   figures: tuple[str, ...] = (),
   **common,
@@ -116,7 +116,7 @@ def banded(
   """A claim on `metric`.mean whose interval is `metric`.lo / .hi and whose
   per-unit samples are `metric`.seeds (the layout of `lib.core.stats.band`);
   `common` holds paper, experiment, config. `figure` adds one figure to
-  `figures`."""
+  `figures`. Keyword-only: ten texts in a row are too easy to swap."""
   if figure is not None:
     figures = tuple(figures) + (figure,)
   if "no_samples" not in common:
@@ -319,6 +319,39 @@ def _fmt(claim: Claim, value) -> str:
     return claim.fmt.format(value)
   except (ValueError, TypeError):
     return str(value)
+
+
+def claim_keys(claim: Claim) -> dict[str, str]:
+  """The results.json keys `evaluate` reads for `claim`, by role: "metric",
+  "interval.lo" / "interval.hi", "comparator_diverged", "samples"."""
+  keys = {"metric": claim.metric}
+  if claim.interval is not None:
+    keys["interval.lo"], keys["interval.hi"] = claim.interval
+  if claim.comparator_diverged is not None:
+    keys["comparator_diverged"] = claim.comparator_diverged
+  if claim.samples is not None:
+    keys["samples"] = claim.samples
+  return keys
+
+
+def absent_keys(claim: Claim, results: dict) -> dict[str, str]:
+  """The keys of `claim_keys` that `results` lacks, read as `evaluate` and
+  `seeds_needed` read them: a metric that is absent or not a number-like leaf,
+  an interval end that is absent, a divergence flag that is neither a bool nor
+  a number, samples with no list. A present but non-finite value is not
+  absent (that is a "no" or "unresolved", not "missing")."""
+  absent = {}
+  for role, key in claim_keys(claim).items():
+    if role == "samples":
+      found = bool(_sample_lists(results, key))
+    elif role == "comparator_diverged":
+      found = diverged(lookup(results, key)) is not None
+    else:
+      value = lookup(results, key)
+      found = value is not None and not isinstance(value, dict | list)
+    if not found:
+      absent[role] = key
+  return absent
 
 
 def evaluate(claim: Claim, results: dict | None) -> dict:

@@ -23,66 +23,84 @@ _claim = functools.partial(banded, **_COMMON)
 
 CLAIMS = [
   _claim(
-    "sfn_o_proj_largest_delta",
-    "delta.o_minus_max_other_relative",
-    "Fine-tuning for reasoning changes o_proj the most (largest or second "
-    "largest l2 change among the modules).",
-    "o_proj largest or 2nd largest",
-    "q, k, v, gate, up, down: the largest relative change among them",
-    "> 0",
-    "Ours: relative Frobenius change |W_B - W_A| / |W_A| over all layers "
-    "(modules differ in size, so the raw norm would favour the MLP); "
-    "`delta.o_rank_relative` in results.json is o's rank per seed.",
-    "delta_norms.png",
+    name="sfn_o_proj_largest_delta",
+    metric="delta.o_minus_max_other_relative",
+    claim=(
+      "Fine-tuning for reasoning changes o_proj the most (largest or second "
+      "largest l2 change among the modules)."
+    ),
+    paper_value="o_proj largest or 2nd largest",
+    comparator="q, k, v, gate, up, down: the largest relative change among them",
+    check="> 0",
+    note=(
+      "Ours: relative Frobenius change |W_B - W_A| / |W_A| over all layers "
+      "(modules differ in size, so the raw norm would favour the MLP); "
+      "`delta.o_rank_relative` in results.json is o's rank per seed."
+    ),
+    figure="delta_norms.png",
   ),
   _claim(
-    "sfn_o_proj_bimodal",
-    "delta.o_bimodality_minus_uniform",
-    "o_proj's histogram of relative changes (W_B - W_A) / W_A is bimodal.",
-    "bimodal (figure)",
-    "a uniform histogram's bimodality coefficient, 5/9",
-    "> 0",
-    "Ours: Sarle's bimodality coefficient of the relative changes minus "
-    "5/9; `delta.bimodality` lists every module's.",
-    "relative_change_hist.png",
+    name="sfn_o_proj_bimodal",
+    metric="delta.o_bimodality_minus_uniform",
+    claim="o_proj's histogram of relative changes (W_B - W_A) / W_A is bimodal.",
+    paper_value="bimodal (figure)",
+    comparator="a uniform histogram's bimodality coefficient, 5/9",
+    check="> 0",
+    note=(
+      "Ours: Sarle's bimodality coefficient of the relative changes minus "
+      "5/9; `delta.bimodality` lists every module's."
+    ),
+    figure="relative_change_hist.png",
   ),
   _claim(
-    "sfn_merge_o_transfers_reasoning",
-    "merge_o_minus_a",
-    "Merging only o_proj from the reasoning model into the base model gives "
-    "correct reasoning (level IV) the base model lacks.",
-    "level-IV answers on some AIME-2024 questions",
-    "A, the base model",
-    "> 0",
-    "Ours: level-IV accuracy of A + o_proj(B), all layers, norms kept from "
-    "A, minus A's.",
-    "merge_freeze.png",
+    name="sfn_merge_o_transfers_reasoning",
+    metric="merge_o_minus_a",
+    claim=(
+      "Merging only o_proj from the reasoning model into the base model gives "
+      "correct reasoning (level IV) the base model lacks."
+    ),
+    paper_value="level-IV answers on some AIME-2024 questions",
+    comparator="A, the base model",
+    check="> 0",
+    note=(
+      "Ours: level-IV accuracy of A + o_proj(B), all layers, norms kept from "
+      "A, minus A's."
+    ),
+    figure="merge_freeze.png",
   ),
   _claim(
-    "sfn_merge_o_best_single",
-    "merge_o_minus_best_other",
-    "o_proj is the module whose merge carries reasoning; merging other "
-    "modules does not (it often breaks the model).",
-    NO_PAPER_VALUE,
-    "the best single-module merge of q, k, v, gate, up, down",
-    "> 0",
-    "Ours: per seed, merge-o accuracy minus the best other single merge.",
-    "merge_freeze.png",
+    name="sfn_merge_o_best_single",
+    metric="merge_o_minus_best_other",
+    claim=(
+      "o_proj is the module whose merge carries reasoning; merging other "
+      "modules does not (it often breaks the model)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator="the best single-module merge of q, k, v, gate, up, down",
+    check="> 0",
+    note="Ours: per seed, merge-o accuracy minus the best other single merge.",
+    figure="merge_freeze.png",
   ),
   _claim(
-    "sfn_freeze_o_beats_other_modules",
-    "freeze_o_minus_best_other",
-    "Fine-tuning only o_proj recovers more of the reasoning gain than "
-    "fine-tuning only the other modules.",
-    NO_PAPER_VALUE,
-    "the best of training {q, k, v}, the MLP, or neither (each run also "
-    "trains the embedding, head and norms), same steps and data",
-    "> 0",
-    "Ours: equal step budgets and data; o has d^2 trainable weights per "
-    "layer against 3 d^2 for q, k, v and 3 d h for the MLP; every run also "
-    "trains the embedding, LM head and norms (the paper's 'plus what is "
-    "needed for fluency'). "
-    "`freeze_o_recovered_fraction` is o's share of B's gain.",
-    "merge_freeze.png",
+    name="sfn_freeze_o_beats_other_modules",
+    metric="freeze_o_minus_best_other",
+    claim=(
+      "Fine-tuning only o_proj recovers more of the reasoning gain than "
+      "fine-tuning only the other modules."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "the best of training {q, k, v}, the MLP, or neither (each run also "
+      "trains the embedding, head and norms), same steps and data"
+    ),
+    check="> 0",
+    note=(
+      "Ours: equal step budgets and data; o has d^2 trainable weights per "
+      "layer against 3 d^2 for q, k, v and 3 d h for the MLP; every run also "
+      "trains the embedding, LM head and norms (the paper's 'plus what is "
+      "needed for fluency'). "
+      "`freeze_o_recovered_fraction` is o's share of B's gain."
+    ),
+    figure="merge_freeze.png",
   ),
 ]

@@ -13,30 +13,38 @@ _COMMON = dict(paper="trpe", experiment="trpe", config="quick", fmt="{:+.3f}")
 
 CLAIMS = [
   banded(
-    "trpe_mixture_coverage_at_least_others",
-    "mixture_minus_best_other_coverage",
-    "Mixture-entropy pretraining covers the state space at least as well "
-    "as disjoint (per-agent) or joint entropy.",
-    "mixture >= disjoint, joint (room30, secret_room, push_box)",
-    "the best of joint, disjoint and the uniform policy, per seed",
-    ">= 0",
-    "Ours: coverage = fraction of free cells either agent visits in one "
-    "episode (finite trial), mean of 64 fresh episodes per seed; "
-    "`mixture_minus_disjoint_coverage` is the issue's pairwise comparison.",
+    name="trpe_mixture_coverage_at_least_others",
+    metric="mixture_minus_best_other_coverage",
+    claim=(
+      "Mixture-entropy pretraining covers the state space at least as well "
+      "as disjoint (per-agent) or joint entropy."
+    ),
+    paper_value="mixture >= disjoint, joint (room30, secret_room, push_box)",
+    comparator="the best of joint, disjoint and the uniform policy, per seed",
+    check=">= 0",
+    note=(
+      "Ours: coverage = fraction of free cells either agent visits in one "
+      "episode (finite trial), mean of 64 fresh episodes per seed; "
+      "`mixture_minus_disjoint_coverage` is the issue's pairwise comparison."
+    ),
     figures=("visitation.png",),
     **_COMMON,
   ),
   banded(
-    "trpe_mixture_finetunes_at_least_as_fast",
-    "mixture_minus_best_other_finetune",
-    "Mixture-pretrained policies learn the sparse downstream task at "
-    "least as fast as joint- or disjoint-pretrained ones.",
-    "mixture learns faster (room30, secret_room)",
-    "the best of joint, disjoint and the uniform policy, per seed",
-    ">= 0",
-    "Ours: mean team success over the REINFORCE epochs (the area under "
-    "the learning curve); `mixture_minus_best_other_zero_shot` is the "
-    "zero-shot counterpart.",
+    name="trpe_mixture_finetunes_at_least_as_fast",
+    metric="mixture_minus_best_other_finetune",
+    claim=(
+      "Mixture-pretrained policies learn the sparse downstream task at "
+      "least as fast as joint- or disjoint-pretrained ones."
+    ),
+    paper_value="mixture learns faster (room30, secret_room)",
+    comparator="the best of joint, disjoint and the uniform policy, per seed",
+    check=">= 0",
+    note=(
+      "Ours: mean team success over the REINFORCE epochs (the area under "
+      "the learning curve); `mixture_minus_best_other_zero_shot` is the "
+      "zero-shot counterpart."
+    ),
     figures=("finetune.png",),
     **_COMMON,
   ),

@@ -22,6 +22,7 @@ def test_smoke_writes_ratios_and_figure(tmp_path):
   with open(tmp_path / "bench.json") as f:
     assert json.load(f)["reference_n"] == config.reference_n
   assert os.path.exists(tmp_path / "bench_cdflow.png")
+  helpers.check_claim_keys("bench_cdflow", tmp_path)
 
 
 def test_gpu_smoke_is_the_smoke_run():

@@ -35,6 +35,7 @@ def test_gpu_variant_smoke_on_cpu(tmp_path, fast_compile):
     assert gemm[f"{impl}_quantize_gemm_over_bf16"] > 0, gemm
   with open(os.path.join(tmp_path, "results.json")) as f:
     assert json.load(f)["backend"] == "cpu"
+  helpers.check_claim_keys("bench_mxfp4", tmp_path)
 
 
 def test_gpu_smoke_covers_quick_smoke():

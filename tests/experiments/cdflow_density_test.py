@@ -15,6 +15,7 @@ from lib import flows
 from lib.core.errors import ConfigError
 from lib.core.errors import NonFiniteError
 from lib.core.errors import ShapeError
+from tests import helpers
 
 
 def test_smoke_run(tmp_path):
@@ -27,6 +28,11 @@ def test_smoke_run(tmp_path):
   assert r["periodic_cd_gap"] >= -1e-5
   for name in ("results.json", "samples.png", "curves.png"):
     assert os.path.exists(tmp_path / name)
+  helpers.check_claim_keys(
+    "cdflow_density",
+    tmp_path,
+    absent={"cdflow_cd_close_to_dense": "smoke trains the cd flow only"},
+  )
 
 
 def test_periodic_optimum_is_reached_by_one_circulant():

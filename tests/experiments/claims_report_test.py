@@ -1,11 +1,16 @@
 """Claim checks, verdicts and the report tables (experiments/claims/report.py)."""
 
+import ast
+import functools
+import glob
 import math
+import os
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from experiments.claims import all_claims
 from experiments.claims import report
 
 
@@ -272,7 +277,15 @@ def _banded_results(m, s, n):
   ],
 )
 def test_seeds_needed_from_known_mean_and_spread(m, s, n, check, c):
-  claim = report.banded("x", "d", "claim", "1", "B", check, **_WHERE)
+  claim = report.banded(
+    name="x",
+    metric="d",
+    claim="claim",
+    paper_value="1",
+    comparator="B",
+    check=check,
+    **_WHERE,
+  )
   row = report.evaluate(claim, _banded_results(m, s, n))
   assert row["verdict"] == "unresolved", row
   expected = _expected_seeds(m, s, c)
@@ -289,7 +302,15 @@ def test_seeds_needed_from_known_mean_and_spread(m, s, n, check, c):
 
 
 def test_seeds_needed_when_the_mean_sits_on_the_check_or_is_settled():
-  claim = report.banded("x", "d", "claim", "1", "B", ">= 0", **_WHERE)
+  claim = report.banded(
+    name="x",
+    metric="d",
+    claim="claim",
+    paper_value="1",
+    comparator="B",
+    check=">= 0",
+    **_WHERE,
+  )
   row = report.evaluate(claim, _banded_results(0.0, 0.1, 3))
   assert row["verdict"] == "unresolved"
   assert row["seeds_needed"] == "not within 1000 seeds"
@@ -362,3 +383,70 @@ def test_summary_table_counts_each_paper_and_its_run_time():
   assert "| p | 2 | 1 | 0 | 1 | 0 | 1:05 |" in head
   assert "| q | 2 | 0 | 1 | 0 | 1 | 1:01 |" in head
   assert "| **all** | 4 | 1 | 1 | 1 | 1 | 2:06 |" in head
+
+
+def test_absent_keys_reads_as_evaluate_does():
+  claim = _claim(
+    metric="m.mean",
+    interval=("m.lo", "m.hi"),
+    comparator_diverged="m.finite",
+    samples="m.runs.*.seeds",
+  )
+  full = {
+    "m": {
+      "mean": "NaN",  # present, not finite: "no", not "missing"
+      "lo": 0.0,
+      "hi": 1.0,
+      "finite": 1.0,
+      "runs": {"a": {"seeds": [1.0, 2.0]}},
+    }
+  }
+  assert report.absent_keys(claim, full) == {}
+  assert report.claim_keys(claim) == {
+    "metric": "m.mean",
+    "interval.lo": "m.lo",
+    "interval.hi": "m.hi",
+    "comparator_diverged": "m.finite",
+    "samples": "m.runs.*.seeds",
+  }
+  bad = {"m": {"mean": {"x": 1}, "lo": 0.0, "finite": "yes", "runs": {}}}
+  assert report.absent_keys(claim, bad) == {
+    "metric": "m.mean",
+    "interval.hi": "m.hi",
+    "comparator_diverged": "m.finite",
+    "samples": "m.runs.*.seeds",
+  }
+  # Every absent metric or flag is what evaluate calls "missing".
+  assert report.evaluate(claim, {"m": {"lo": 0, "hi": 1}})["verdict"] == (
+    "missing"
+  )
+
+
+@functools.cache
+def _claim_key_checks() -> frozenset:
+  """Experiments whose tests call helpers.check_claim_keys("<name>", ...)."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  found = set()
+  for path in glob.glob(os.path.join(here, "*_test.py")):
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if not isinstance(node, ast.Call) or not node.args:
+        continue
+      name = getattr(node.func, "attr", getattr(node.func, "id", None))
+      first = node.args[0]
+      if name == "check_claim_keys" and isinstance(first, ast.Constant):
+        found.add(first.value)
+  return frozenset(found)
+
+
+@pytest.mark.parametrize(
+  "experiment", sorted({c.experiment for c in all_claims()})
+)
+def test_every_experiment_with_claims_checks_its_keys_in_smoke(experiment):
+  """A claim whose key was renamed would read "missing" in REPORT.md; the
+  smoke test of its experiment must resolve every claim key (helpers)."""
+  assert experiment in _claim_key_checks(), (
+    f"no test in tests/experiments calls helpers.check_claim_keys("
+    f"{experiment!r}, workdir) on its smoke results"
+  )

@@ -11,6 +11,7 @@ from configs import compact_memory as config_lib
 from experiments import compact_memory
 from lib import continual
 from lib.core import errors
+from tests import helpers
 from tests.helpers import run_binary
 
 
@@ -62,6 +63,11 @@ def test_smoke_results_and_figures(smoke):
     "compact/m5/seed1",
     "batch/seed0",
   }
+  helpers.check_claim_keys(
+    "compact_memory",
+    workdir,
+    absent={"compact_memory_beats_replay_m10": "smoke's digits sizes: 2, 5"},
+  )
 
 
 def test_each_dataset_follows_its_official_script():

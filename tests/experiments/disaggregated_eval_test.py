@@ -9,6 +9,7 @@ from configs import disaggregated_eval as config_lib
 from experiments import disaggregated_eval as ex
 from experiments.claims import disaggregated_eval as claims
 from lib.core import errors
+from tests import helpers
 
 
 def _config(**overrides):
@@ -29,6 +30,13 @@ def test_smoke_results_figure_and_claim_keys(tmp_path, fast_compile):
     for part in c.metric.split("."):
       node = node[part]
     assert np.isfinite(node)
+  helpers.check_claim_keys(
+    "disaggregated_eval",
+    tmp_path,
+    absent={
+      "disagg_outcome_shift_not_explained_by_x": "smoke skips outcome_shift"
+    },
+  )
 
 
 def test_t_of_x_covers_zero_under_covariate_shift_only():

@@ -11,6 +11,7 @@ from configs import dpo_diversity as config_lib
 from experiments import dpo_diversity as ex
 from experiments.claims import dpo_diversity as claims
 from lib.core import errors
+from tests import helpers
 
 
 @pytest.mark.parametrize("flags", ["quick,smoke", "quick,shared,smoke"])
@@ -37,6 +38,8 @@ def test_smoke_results_figures_and_claim_keys(flags, tmp_path, fast_compile):
     node = saved
     for part in c.metric.split("."):
       node = node[part]
+  if flags == "quick,smoke":  # the run the reproduce report reads
+    helpers.check_claim_keys("dpo_diversity", tmp_path)
 
 
 def test_paper_model_is_the_default_and_time_grows_with_k():

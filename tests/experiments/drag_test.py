@@ -8,6 +8,7 @@ from configs import drag as config_lib
 from experiments import drag as ex
 from experiments.claims import drag as claims
 from lib.core import errors
+from tests import helpers
 
 
 def test_smoke_results_and_figures(tmp_path, fast_compile):
@@ -20,6 +21,15 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
   for name in ("coverage.png", "visited_imagined.png", "results.json"):
     assert os.path.exists(tmp_path / name)
   assert "drag_tau1_minus_best_baseline_coverage" in r
+  smoke_runs_tau1_only = "smoke runs tau = 1 only (quick: test below)"
+  helpers.check_claim_keys(
+    "drag",
+    tmp_path,
+    absent={
+      "drag_tau0.5_coverage_at_least_baselines": smoke_runs_tau1_only,
+      "drag_tau2_coverage_at_least_baselines": smoke_runs_tau1_only,
+    },
+  )
   # Resume after a kill: tests/reliability/kill_all_test.py.
 
 

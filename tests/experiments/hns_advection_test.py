@@ -8,6 +8,7 @@ import pytest
 from configs import hns_advection as config_lib
 from experiments import hns_advection
 from lib.core import errors
+from tests import helpers
 
 
 def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
@@ -42,6 +43,7 @@ def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
   for fig in r["figures"]:
     assert os.path.exists(tmp_path / fig)
   assert (tmp_path / "results.json").exists()
+  helpers.check_claim_keys("hns_advection", tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from configs import hns_kdv as config_lib
 from experiments import _hns
 from experiments import hns_kdv
 from lib.core import errors
+from tests import helpers
 
 
 def _seed(corr, h_err, finite):
@@ -107,6 +108,7 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
   assert 0.0 <= r["hns"]["finite_fraction"] <= 1.0
   for fig in r["figures"]:
     assert os.path.exists(tmp_path / fig)
+  helpers.check_claim_keys("hns_kdv", tmp_path)
 
 
 def test_bad_config_fails_before_any_data(tmp_path):

@@ -14,6 +14,7 @@ from experiments import _hns
 from experiments import hns_toy
 from lib import pde
 from lib.core import errors
+from tests import helpers
 
 
 class _Exact:
@@ -123,6 +124,15 @@ def test_smoke_run_tunes_both_models_and_pairs_seeds(tmp_path, fast_compile):
   assert os.path.exists(tmp_path / "functional_derivatives.png")
   with open(tmp_path / "results.json") as f:
     assert json.load(f)["cubic"]["ikf"]["num_params"] > 0
+  linear_not_run = "this run trains the cubic functional only"
+  helpers.check_claim_keys(
+    "hns_toy",
+    tmp_path,
+    absent={
+      "hns_toy_ikf_grad_mse": linear_not_run,
+      "hns_toy_ikf_vs_mlp": linear_not_run,
+    },
+  )
 
 
 @pytest.mark.parametrize(

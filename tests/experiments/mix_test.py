@@ -7,6 +7,7 @@ import pytest
 from configs import mix as config_lib
 from experiments import mix as ex
 from lib.core import errors
+from tests import helpers
 
 
 def test_smoke_results_and_figure(tmp_path, fast_compile):
@@ -16,6 +17,20 @@ def test_smoke_results_and_figure(tmp_path, fast_compile):
   for metric in ("deletion", "insertion", "robustness", "localisation"):
     assert 0.0 <= s[metric]["mix"]["mean"] <= 1.0
   assert os.path.exists(tmp_path / "metrics.png")
+  ucr_only = "smoke runs the synthetic dataset only"
+  helpers.check_claim_keys(
+    "mix",
+    tmp_path,
+    absent={
+      f"mix_{kind}_{name}": ucr_only
+      for kind in (
+        "deletion_beats_time_ig",
+        "kigv_refines_other_views",
+        "greedy_beats_best_view",
+      )
+      for name in ("gunpoint", "italy_power")
+    },
+  )
 
 
 def test_bundled_ucr_files_load_when_sktime_is_installed():

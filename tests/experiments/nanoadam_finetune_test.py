@@ -13,6 +13,7 @@ from experiments.claims import nanoadam as claims
 from experiments.claims import report
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from tests import helpers
 
 
 def _config(**finetune):
@@ -87,6 +88,13 @@ def test_smoke_run_then_resume_from_a_mid_checkpoint(tmp_path, fast_compile):
   assert len(a) == len(b) > 0
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)  # NaNs (the diverged lr) included
+  helpers.check_claim_keys(
+    "nanoadam_finetune",
+    workdir,
+    absent={
+      "nanoadam_small_weights_update_better": "smoke runs no mask ablation"
+    },
+  )
 
 
 def _restore(ckpt_dir, step):

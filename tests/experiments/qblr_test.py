@@ -10,6 +10,7 @@ from configs import qblr as config_lib
 from experiments import qblr
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from tests import helpers
 
 
 def test_config_variants_and_typos():
@@ -117,3 +118,4 @@ def test_smoke_run(tmp_path):
     assert json.load(f)["mle"]["l_star"] == pytest.approx(mle["l_star"])
   for fig in r["figures"]:
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
+  helpers.check_claim_keys("qblr", workdir)

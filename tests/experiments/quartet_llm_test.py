@@ -15,6 +15,7 @@ from experiments.claims import quartet as quartet_claims
 from experiments.claims import report
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from tests import helpers
 
 
 def test_smoke_run_writes_results(tmp_path, fast_compile):
@@ -48,6 +49,15 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
   row = report.evaluate(claim, saved)
   assert row["verdict"] != "missing", row["reasons"]
   assert "[" in row["ours"]  # the interval is shown
+  no_ablations = "smoke has no QuEST-fwd-only / SR-bwd-only runs"
+  helpers.check_claim_keys(
+    "quartet_llm",
+    tmp_path,
+    absent={
+      "quartet_sr_backward_cheap": no_ablations,
+      "quartet_forward_dominates_gap": no_ablations,
+    },
+  )
 
 
 @pytest.mark.parametrize(

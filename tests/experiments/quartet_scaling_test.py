@@ -12,6 +12,7 @@ from experiments import quartet_scaling
 from experiments.claims import quartet as quartet_claims
 from experiments.claims import report
 from lib.core.errors import ConfigError
+from tests import helpers
 
 
 def test_smoke_sweep_fits_and_writes(tmp_path, fast_compile):
@@ -64,6 +65,7 @@ def test_smoke_sweep_fits_and_writes(tmp_path, fast_compile):
   for c in claims:
     row = report.evaluate(c, saved)
     assert row["verdict"] != "missing", (c.name, row["reasons"])
+  helpers.check_claim_keys("quartet_scaling", tmp_path)
 
 
 def test_model_sizes_follow_the_sweep():

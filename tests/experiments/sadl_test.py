@@ -103,6 +103,16 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
     "sadl_mlp_accuracy_near_adam",
   ):
     assert report.evaluate(_claim(name), results)["verdict"] != "missing"
+  helpers.check_claim_keys(
+    "sadl",
+    tmp_path,
+    absent={
+      "sadl_quadratic_beats_best_baseline": (
+        "smoke's quadratic runs SADL and Adam only"
+      ),
+      "sadl_mlp_beats_best_baseline_50x": "smoke's MLP runs 10x only",
+    },
+  )
 
 
 def _adam_oracle(config, d, lr):

@@ -12,6 +12,7 @@ from experiments import sfn as ex
 from experiments.claims import sfn as claims
 from lib.core import errors
 from lib.interp import tasks
+from tests import helpers
 
 
 def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
@@ -39,6 +40,7 @@ def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
     node = saved
     for part in c.metric.split("."):
       node = node[part]
+  helpers.check_claim_keys("sfn", tmp_path)
   # Resume after a kill: tests/reliability/kill_all_test.py.
 
 

@@ -8,6 +8,7 @@ import pytest
 from configs import simplicity_bias as config_lib
 from experiments import simplicity_bias
 from lib.core import mesh as mesh_lib
+from tests import helpers
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +22,17 @@ def quick_results(tmp_path_factory):
 
 
 def test_gd_learns_the_linear_rule(quick_results):
-  r, _ = quick_results
+  r, workdir = quick_results
   gd = r["gd"]
   assert gd["agree_sign_x1"] >= 0.995
   assert abs(gd["boundary_x1_pos"]) <= 0.02
   assert gd["neuron_mass"] <= 0.05
   assert gd["test_acc"] == pytest.approx(0.9938, abs=0.002)
+  helpers.check_claim_keys(
+    "simplicity_bias",
+    workdir,
+    absent={"sb_spurious_worst_group": "this run disables config.spurious"},
+  )
 
 
 def test_adam_is_richer_and_more_accurate(quick_results):

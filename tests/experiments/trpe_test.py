@@ -9,6 +9,7 @@ from configs import trpe as config_lib
 from experiments import trpe as ex
 from experiments.claims import trpe as claims
 from lib.core import errors
+from tests import helpers
 
 
 def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
@@ -27,6 +28,7 @@ def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
     node = saved
     for part in c.metric.split("."):
       node = node[part]
+  helpers.check_claim_keys("trpe", tmp_path)
   # Resume after a kill: tests/reliability/kill_all_test.py.
 
 
