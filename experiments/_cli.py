@@ -1,10 +1,13 @@
 """The shared command line of every experiment binary (scenic's `app.run` wrapper).
 
-Each `experiments/<name>.py` ends with `_cli.main(run)`. This module defines the
-flags (`--config`, locked; `--workdir`; `--distributed` and its
-`--distributed_timeout_s`), starts JAX (distributed when asked), takes the
-workdir's lock (one run per workdir, `lib.train.workdir.lock`), calls
-`run(config, workdir)`, and turns bad input into a one-line error. SIGTERM and
+Each `experiments/<name>.py` ends with `_cli.main(run, check=check_config)`.
+This module defines the flags (`--config`, locked; `--workdir`; `--distributed`
+and its `--distributed_timeout_s`), starts JAX (distributed when asked), checks
+the config (`check(config)`: the binary's own checks, then the training
+sections) before anything touches the workdir, takes the workdir's lock (one
+run per workdir, `lib.train.workdir.lock`), calls `run(config, workdir)`, and
+turns bad input into a one-line error. `run` calls its `check_config` first as
+well, for callers in process (tests, notebooks). SIGTERM and
 SIGINT anywhere stop the run with a "preempted" line and exit code 128 + signal
 (`lib.train.preemption`); a rerun resumes.
 
@@ -51,8 +54,8 @@ class _QuietLibraries:
     return record.levelno > 20 or "/orbax/" not in record.pathname
 
 
-def main(run) -> None:
-  """Runs `run(config, workdir)` as an absl app."""
+def main(run, check=None) -> None:
+  """Runs `run(config, workdir)` as an absl app, `check(config)` first."""
   _define_flags()
 
   def _main(argv):
@@ -78,7 +81,7 @@ def main(run) -> None:
       initialize_distributed(
         flags.FLAGS.distributed, timeout_s=flags.FLAGS.distributed_timeout_s
       )
-      execute(run, config, flags.FLAGS.workdir)
+      execute(run, config, flags.FLAGS.workdir, check)
     except preemption.Preempted as e:
       logging.warning("%s", e)
       sys.exit(e.exit_code)
@@ -92,17 +95,21 @@ def main(run) -> None:
   app.run(_main, flags_parser=_parse_flags)
 
 
-def execute(run, config, workdir):
+def execute(run, config, workdir, check=None):
   """What the CLI does once JAX is up: the steps tests can call in process.
 
-  The training sections are validated first (a bad log_every must not reach
-  an experiment's own checks, which divide by it), then `run(config,
+  The config is checked before the workdir is touched: the training sections
+  first (a bad log_every must not reach an experiment's own checks, which
+  divide by it), then the binary's `check(config)`; so a bad override writes
+  no config.json that a corrected rerun would refuse. Then `run(config,
   workdir)` runs holding the workdir's lock. Errors propagate; `main` prints
   them.
   """
   from lib.train import workdir as workdir_lib
 
   workdir_lib.validate_sections(config)
+  if check is not None:
+    check(config)
   with workdir_lib.lock(workdir):
     return run(config, workdir)
 

@@ -219,4 +219,4 @@ def bench_peer(config, u, target) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

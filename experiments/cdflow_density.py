@@ -565,4 +565,4 @@ def _log_table(results):
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

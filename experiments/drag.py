@@ -287,4 +287,4 @@ def figures(workdir, names, out, results) -> None:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

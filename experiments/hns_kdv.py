@@ -61,9 +61,13 @@ def make_data(config):
   return grid, train, val
 
 
-def run(config, workdir) -> dict:
-  train_lib.prepare_run(workdir, config)
+def check_config(config) -> None:
   _hns.check_pde_config(config, "kdv")
+
+
+def run(config, workdir) -> dict:
+  check_config(config)
+  train_lib.prepare_run(workdir, config)
   grid, train, val = make_data(config)
   logging.info("data: train %s, val %s", train.shape, val.shape)
   kinds = ("hns", *config.baselines)
@@ -108,4 +112,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

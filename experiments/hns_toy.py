@@ -263,8 +263,8 @@ def figure(workdir, grid, data, examples, config):
 
 
 def run(config, workdir) -> dict:
-  train_lib.prepare_run(workdir, config)
   check_config(config)
+  train_lib.prepare_run(workdir, config)
   d = config.data
   grid = pde.interval_grid(d.n_x, d.lo, d.hi)
   disc_grid = pde.interval_grid(d.n_x, d.disc_lo, d.disc_hi)
@@ -315,4 +315,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

@@ -155,7 +155,7 @@ def run_names(config) -> tuple[str, ...]:
   )
 
 
-def validate(config) -> None:
+def check_config(config) -> None:
   """Every method name and option, before data preparation (one-line errors)."""
   c = config.finetune
   errors.check(
@@ -555,8 +555,8 @@ def _figure(path, config, summary, old_acc_pre):
 
 
 def run(config, workdir) -> dict:
+  check_config(config)  # Bad methods or options fail before any write.
   train_lib.prepare_run(workdir, config)
-  validate(config)  # Bad methods or options fail before data and training.
   model = models.MLP(tuple(config.model.hidden), num_outputs=10)
   data = digit_tasks(config)
   sweep = train_lib.Sweep(1 + len(config.methods), name="nanoadam_finetune")
@@ -594,4 +594,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

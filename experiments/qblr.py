@@ -85,7 +85,7 @@ def _check_positive(section, keys, where) -> None:
     )
 
 
-def validate(config) -> None:
+def check_config(config) -> None:
   """One-line ConfigError naming the key of the first bad option."""
   m, v = config.mle, config.vi
   for key, methods, known in (
@@ -795,8 +795,8 @@ def _vi_figure(path, curves, out):
 
 
 def run(config, workdir) -> dict:
+  check_config(config)
   train_lib.prepare_run(workdir, config)
-  validate(config)
   sweep = train_lib.Sweep(
     len(config.mle.methods) + len(config.vi.methods), name="qblr"
   )
@@ -810,4 +810,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

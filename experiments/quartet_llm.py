@@ -48,7 +48,7 @@ def loss_figure(path: str, histories: dict) -> None:
   train_lib.save_figure(fig, path, dpi=120)
 
 
-def _check(config) -> None:
+def check_config(config) -> None:
   _quartet.check_config(config)
   _quartet.check_model(config)
   errors.check(
@@ -67,8 +67,8 @@ def _check(config) -> None:
 
 def run(config, workdir) -> dict:
   """Trains every method over every seed; returns val losses and paired gaps."""
+  check_config(config)
   train_lib.prepare_run(workdir, config)
-  _check(config)
   logging.info("devices: %s", jax.devices())
   data = _quartet.load_data(config)
   methods = list(config.methods)
@@ -137,4 +137,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

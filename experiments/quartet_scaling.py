@@ -65,7 +65,7 @@ def sizes(config) -> list[ml_collections.ConfigDict]:
   return out
 
 
-def _check(config) -> None:
+def check_config(config) -> None:
   """Validates methods, sweep, readings and fit settings before any training."""
   _quartet.check_config(config)
   if config.methods[0] != "bf16":
@@ -298,8 +298,8 @@ def fit_figure(path: str, points, law, effs) -> None:
 
 def run(config, workdir) -> dict:
   """Sweeps, fits, draws; returns effN/effD per method and the base law."""
+  check_config(config)
   train_lib.prepare_run(workdir, config)
-  _check(config)
   logging.info("devices: %s", jax.devices())
   points = sweep(config, workdir)
   fitted = fit(config, points)
@@ -333,4 +333,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

@@ -789,13 +789,19 @@ def plot(results, config, path):
   train_lib.save_figure(fig, path, dpi=110)
 
 
+def check_config(config) -> None:
+  """Every name and grid at once, before any data, training or write."""
+  for p in ("quadratic", "mlp"):
+    if config[p].enabled:
+      check_part(config[p], f"config.{p}")
+  sadl_lib.check_mesh(
+    sadl_lib.make_client_mesh(config.mesh_clients), config.num_clients
+  )
+
+
 def run(config, workdir) -> dict:
-  train_lib.prepare_run(workdir, config)
-  parts = [p for p in ("quadratic", "mlp") if config[p].enabled]
-  for p in parts:  # every name and grid at once, before any data or training
-    check_part(config[p], f"config.{p}")
+  check_config(config)
   mesh = sadl_lib.make_client_mesh(config.mesh_clients)
-  sadl_lib.check_mesh(mesh, config.num_clients)
   root = rng.root_key(config.seed)
   problem = digits_problem(config, root) if config.mlp.enabled else None
   # Every method's sketch size at every d before the first round.
@@ -815,6 +821,8 @@ def run(config, workdir) -> dict:
       make_method(
         name, dim=d, sketch_size=b, cfg=config.mlp, key=root, learning_rate=1.0
       )
+  # config.json once every check (the sketch sizes need the data's d) holds.
+  train_lib.prepare_run(workdir, config)
   logging.info(
     "%d clients on %d devices (%d processes)",
     config.num_clients,
@@ -846,4 +854,4 @@ def run(config, workdir) -> dict:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

@@ -546,4 +546,4 @@ def figures(workdir, config, results, a, b) -> None:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

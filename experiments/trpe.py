@@ -292,4 +292,4 @@ def figures(workdir, grid, sources, ev, results) -> None:
 
 
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

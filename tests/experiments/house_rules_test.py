@@ -124,3 +124,56 @@ def test_one_place_sets_the_backend():
   with open(os.path.join(REPO_ROOT, _PLOT_MODULE)) as f:
     found = figure_bypasses(f.read(), _PLOT_MODULE)
   assert [c.split(": ", 1)[1] for c in found] == ["matplotlib.use('Agg')"]
+
+
+# The CLI checks the config before any workdir write (issue 33): every binary
+# hands its check to `_cli.main`, and its `run` checks before `prepare_run`.
+_NO_CHECK = ("experiments/reproduce.py",)  # a driver: its runs check themselves
+
+
+def _runnable_binaries():
+  out = []
+  for path in _binaries():
+    with open(os.path.join(REPO_ROOT, path)) as f:
+      source = f.read()
+    binary = not os.path.basename(path).startswith("_")
+    if binary and "_cli.main(" in source and path not in _NO_CHECK:
+      out.append((path, ast.parse(source)))
+  return out
+
+
+def _first_line(fn, name):
+  lines = [
+    n.lineno
+    for n in ast.walk(fn)
+    if isinstance(n, ast.Call) and _called_name(n) == name
+  ]
+  return min(lines) if lines else None
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _runnable_binaries()])
+def test_binary_checks_its_config_before_any_write(path):
+  tree = dict(_runnable_binaries())[path]
+  mains = [
+    n
+    for n in ast.walk(tree)
+    if isinstance(n, ast.Call)
+    and _called_name(n) == "main"
+    and isinstance(n.func, ast.Attribute)
+    and getattr(n.func.value, "id", None) == "_cli"
+  ]
+  assert len(mains) == 1, f"{path}: one _cli.main(...) call"
+  check = {k.arg: k.value for k in mains[0].keywords}.get("check")
+  assert isinstance(check, ast.Name) and check.id == "check_config", (
+    f"{path}: _cli.main(run, check=check_config)"
+  )
+  fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+  assert "check_config" in fns, f"{path}: defines check_config(config)"
+  # run(), or the _run() it wraps: check_config comes before prepare_run.
+  for name in ("run", "_run"):
+    if name in fns and _first_line(fns[name], "prepare_run") is not None:
+      first_check = _first_line(fns[name], "check_config")
+      assert first_check is not None, f"{path}: {name}() calls check_config"
+      assert first_check < _first_line(fns[name], "prepare_run"), (
+        f"{path}: {name}() writes config.json before check_config"
+      )

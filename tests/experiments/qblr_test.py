@@ -17,7 +17,7 @@ def test_config_variants_and_typos():
   for arg in (None, "quick", "quick,smoke"):
     config = config_lib.get_config(arg)
     assert config.vi.train.num_steps > 0 and config.mle.train.num_steps > 0
-    qblr.validate(config)
+    qblr.check_config(config)
   with pytest.raises(ValueError):
     config_lib.get_config("quikc")
   with pytest.raises(AttributeError):
