@@ -48,8 +48,9 @@ def test_bad_options_fail_in_one_line_before_any_work(
   with pytest.raises(ConfigError, match=match) as info:
     qblr.run(config, str(tmp_path))
   assert "\n" not in str(info.value)
-  # Nothing was trained: no sub-workdir exists.
-  assert sorted(os.listdir(tmp_path)) == ["config.json"]
+  # Nothing was written: no config.json (a corrected rerun is not refused as
+  # a config change) and no sub-workdir.
+  assert sorted(os.listdir(tmp_path)) == []
 
 
 def test_iterations_to_gap():
