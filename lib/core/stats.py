@@ -42,6 +42,53 @@ def band(samples, level: float = 0.95) -> dict:
   return {"mean": mean, "lo": lo, "hi": hi, "seeds": values}
 
 
+def paired_difference(a, b, level: float = 0.95, sign: float = 1.0) -> dict:
+  """sign * (a - b) paired per unit (seed, split): its mean and t interval.
+
+  Returns:
+    {"point", "lo", "hi", "by_seed"}: `mean_interval` of the per-unit
+    differences and the differences themselves (sign = -1 for "lower is
+    better", so that > 0 always means `a` is better).
+  """
+  diff = sign * (
+    np.asarray(a, np.float64).reshape(-1)
+    - np.asarray(b, np.float64).reshape(-1)
+  )
+  point, lo, hi = mean_interval(diff, level)
+  return {"point": point, "lo": lo, "hi": hi, "by_seed": diff.tolist()}
+
+
+def against_every(per: dict) -> dict:
+  """Combines per-baseline comparisons into one that must hold against all.
+
+  Args:
+    per: baseline name -> {"point", "lo", "hi", ...} (a comparison where > 0
+      favours our method, e.g. `paired_difference`), or {"diverged": True}
+      for a baseline with no usable run.
+
+  Returns:
+    {"baselines": per, "comparator_finite_fraction"} plus, when some baseline
+    is usable, the strongest baseline's (smallest point) "point" and "hi",
+    its name as "best_baseline", and the lowest "lo" of all usable baselines.
+    A diverged baseline sets comparator_finite_fraction below 1, so the
+    report says so instead of counting it as beaten.
+  """
+  finite = [b for b, p in per.items() if not p.get("diverged", False)]
+  out = {
+    "baselines": per,
+    "comparator_finite_fraction": len(finite) / len(per) if per else 0.0,
+  }
+  if finite:
+    best = min(finite, key=lambda b: per[b]["point"])
+    out.update(
+      best_baseline=best,
+      point=per[best]["point"],
+      lo=min(per[b]["lo"] for b in finite),
+      hi=per[best]["hi"],
+    )
+  return out
+
+
 def ratio_interval(slow_times, fast_times, level: float = 0.95):
   """slow / fast, paired per round: geometric mean and its t interval.
 

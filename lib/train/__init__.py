@@ -2,6 +2,8 @@
 
 state, history = lib.train.train(init_fn, step_fn, workdir=..., config=...)
 state, history = lib.train.fit(task, optax_tx, workdir=..., config=...)
+result = lib.train.run_sweep(init_one, step_one, lib.train.sweep_grid(lr=...,
+                             seed=...), workdir=..., config=...)
 """
 
 from lib.train.checkpoint import Checkpointer
@@ -22,6 +24,12 @@ from lib.train.state import TrainState
 from lib.train.state import create_state
 from lib.train.state import make_eval_step
 from lib.train.state import make_train_step
+from lib.train.sweep import Settings
+from lib.train.sweep import SweepResult
+from lib.train.sweep import grid as sweep_grid
+from lib.train.sweep import run_sweep
+from lib.train.sweep import select_best
+from lib.train.sweep import stack as sweep_stack
 from lib.train.workdir import draw_figure
 from lib.train.workdir import is_main_process
 from lib.train.workdir import lock as lock_workdir

@@ -1,0 +1,338 @@
+"""Sweeps: a stack of settings trained as ONE vmapped program through `train`.
+
+A sweep is what every paper's experiment runs: the same training at several
+learning rates, seeds, temperatures or any other per-member scalar, compared
+afterwards. `run_sweep` vmaps one member's pure functions over the stacked
+settings, so the whole stack compiles once and runs as one scanned program with
+the runtime's checkpoints, bitwise resume, SIGTERM handling and metric rows:
+
+    settings = sweep.grid(lr=(1e-3, 1e-2, 1e-1), seed=range(5))
+    result = sweep.run_sweep(
+        init_one, step_one, settings, workdir=..., config=..., data=data,
+        eval_one=eval_one)
+    acc = result.final("accuracy")      # shape (3, 5): the grid's shape
+    best = sweep.select_best(result.final("loss").mean(1),
+                             diverged=result.diverged.any(1))
+
+Each member's functions see its own setting as a dict of traced scalars:
+`init_one(key, setting)`, `step_one(member, batch, key, step, setting)` and
+`eval_one(member, data, setting)`. The step key and batch are shared by every
+member: derive per-seed randomness from the setting (for example
+`rng.stream(key, "seed", setting["seed"])`), so that members which differ only
+in a learning rate see the same data, and comparisons are paired by seed.
+
+Divergence is an outcome, not an error: a member whose watched metrics go
+non-finite is recorded in `diverged_at` (the first such step) and, by default,
+frozen at its last finite state, while the others train on. Members whose
+states have different shapes (another width, another optimizer) cannot share a
+vmapped program: run one sweep per group.
+"""
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lib.core import errors
+from lib.train import loop
+
+
+def _label(value) -> str:
+  """'1e-3', '2.5e-4', '0.5', '3': short and unique per number."""
+  if isinstance(value, bool | np.bool_):
+    return str(bool(value))
+  if isinstance(value, int | np.integer):
+    return str(int(value))
+  if not isinstance(value, np.floating):
+    value = float(value)  # numpy scalars print their own dtype's shortest form
+  if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e4):
+    text = np.format_float_scientific(value, trim="-", exp_digits=1)
+    return text.replace("e+", "e")
+  return np.format_float_positional(value, trim="-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """R sweep members: one value of each setting per member, on a grid.
+
+  Attributes:
+    values: setting name -> array [R] (member r's value is values[name][r]).
+    shape: the grid's shape (prod(shape) == R); member order is row-major.
+    names: member r's name in the metric rows, e.g. "lr1e-3/seed0".
+  """
+
+  values: dict[str, np.ndarray]
+  shape: tuple[int, ...]
+  names: tuple[str, ...]
+
+  def __len__(self) -> int:
+    return len(self.names)
+
+  def member(self, r: int) -> dict:
+    """Member r's setting as a dict of numbers."""
+    return {k: v[r].item() for k, v in self.values.items()}
+
+
+def _array(name, values) -> np.ndarray:
+  array = np.asarray(values)
+  errors.check(
+    array.ndim == 1
+    and array.size > 0
+    and (
+      np.issubdtype(array.dtype, np.number)
+      or np.issubdtype(array.dtype, np.bool_)
+    ),
+    errors.ConfigError,
+    f"sweep setting {name!r}={values!r} must be a non-empty sequence of "
+    "numbers (a setting of another shape or type needs a sweep of its own)",
+  )
+  if np.issubdtype(array.dtype, np.floating):
+    return array.astype(np.float32)
+  if np.issubdtype(array.dtype, np.integer):
+    return array.astype(np.int32)
+  return array
+
+
+def grid(**axes: Sequence) -> Settings:
+  """Every combination of the axes' values, the first axis major.
+
+  `grid(lr=(1e-3, 1e-2), seed=range(3))` has 6 members, shape (2, 3), named
+  "lr1e-3/seed0", ..., "lr1e-2/seed2". Values repeated within an axis are an
+  error (two members would share a name).
+  """
+  errors.check(bool(axes), errors.ConfigError, "a sweep grid needs an axis")
+  arrays = {k: _array(k, v) for k, v in axes.items()}
+  for k, a in arrays.items():
+    labels = [_label(v) for v in a]
+    errors.check(
+      len(set(labels)) == len(labels),
+      errors.ConfigError,
+      f"sweep setting {k!r}={tuple(a.tolist())!r} has repeated values",
+    )
+  shape = tuple(a.size for a in arrays.values())
+  index = np.indices(shape).reshape(len(shape), -1)
+  values = {k: a[i] for (k, a), i in zip(arrays.items(), index)}
+  names = tuple(
+    "/".join(f"{k}{_label(v)}" for k, v in zip(arrays, combo))
+    for combo in itertools.product(*arrays.values())
+  )
+  return Settings(values, shape, names)
+
+
+def stack(names: Sequence[str] | None = None, **columns: Sequence) -> Settings:
+  """Members given column-wise (equal lengths), e.g. stack(beta=b, seed=s).
+
+  Names default to "<first column><value>/..." of each member.
+  """
+  errors.check(bool(columns), errors.ConfigError, "a sweep needs a setting")
+  arrays = {k: _array(k, v) for k, v in columns.items()}
+  sizes = {k: a.size for k, a in arrays.items()}
+  errors.check(
+    len(set(sizes.values())) == 1,
+    errors.ConfigError,
+    f"sweep settings have different lengths: {sizes}",
+  )
+  size = next(iter(sizes.values()))
+  if names is None:
+    names = [
+      "/".join(f"{k}{_label(a[r])}" for k, a in arrays.items())
+      for r in range(size)
+    ]
+  names = tuple(str(n) for n in names)
+  errors.check(
+    len(names) == size and len(set(names)) == size,
+    errors.ConfigError,
+    f"sweep member names {names!r} must be {size} distinct names",
+  )
+  return Settings(arrays, (size,), names)
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+  """What a sweep returns: evaluations, divergence and rows, per member.
+
+  Attributes:
+    settings: the members.
+    steps: [E] the steps at which the members were evaluated.
+    evals: eval metric -> array [E, R] (float64; NaN where a row lacks it).
+    diverged_at: [R] the first step whose watched metrics were not finite;
+      -1 for a member that never diverged.
+    rows: the metric rows written (one per member and log step).
+    state: the final member states, stacked (leading axis R).
+  """
+
+  settings: Settings
+  steps: np.ndarray
+  evals: dict[str, np.ndarray]
+  diverged_at: np.ndarray
+  rows: list[dict]
+  state: Any
+
+  @property
+  def diverged(self) -> np.ndarray:
+    """Bool, the grid's shape: whether each member diverged."""
+    return (self.diverged_at >= 0).reshape(self.settings.shape)
+
+  def final(self, key: str) -> np.ndarray:
+    """The last evaluation of `key`, shaped like the grid."""
+    errors.check(
+      key in self.evals and self.steps.size > 0,
+      errors.ConfigError,
+      f"no evaluation {key!r} in this sweep (has {sorted(self.evals)})",
+    )
+    return self.evals[key][-1].reshape(self.settings.shape)
+
+  def trajectory(self, key: str) -> np.ndarray:
+    """[E, *grid shape]: `key` at every evaluation step."""
+    return self.evals[key].reshape((-1,) + self.settings.shape)
+
+
+def eval_table(rows, keys, runs: Sequence[str]):
+  """(steps [E], {key: [E, R]}) from metric rows: the rows' evaluations.
+
+  `runs` are the rows' `run` values (R of them); rows of other runs are
+  ignored. A row holding none of `keys` is a training row, not an evaluation.
+  """
+  index = {run: r for r, run in enumerate(runs)}
+  by_step = {}
+  for row in rows:
+    r = index.get(row.get("run", ""))
+    if r is None or not any(k in row for k in keys):
+      continue
+    table = by_step.setdefault(int(row["step"]), {})
+    for k in keys:
+      if k in row:
+        table.setdefault(k, np.full(len(runs), np.nan))[r] = float(row[k])
+  steps = np.asarray(sorted(by_step), np.int64)
+  empty = np.full(len(runs), np.nan)
+  evals = {
+    k: np.stack([by_step[s].get(k, empty) for s in steps])
+    if steps.size
+    else np.zeros((0, len(runs)))
+    for k in keys
+  }
+  return steps, evals
+
+
+def run_sweep(
+  init_one: Callable[[jax.Array, dict], Any],
+  step_one: Callable[..., tuple[Any, dict]],
+  settings: Settings,
+  *,
+  workdir: str,
+  config,
+  data=None,
+  batch_fn: Callable | None = None,
+  eval_one: Callable[[Any, Any, dict], dict] | None = None,
+  name: str = "",
+  watch: Sequence[str] = ("loss",),
+  freeze_diverged: bool = True,
+  mesh=None,
+  allow_config_change: bool | None = None,
+) -> SweepResult:
+  """Trains every member of `settings` as one vmapped `lib.train.train` run.
+
+  Args:
+    init_one: (key, setting) -> one member's state. `key` is the run's init
+      key, the same for every member.
+    step_one: (member, batch, key, step, setting) -> (member, metrics), with
+      scalar metrics; `batch` and `key` are shared by all members.
+    settings: the members (`grid` or `stack`).
+    workdir, config, data, batch_fn, mesh, allow_config_change: as for
+      `lib.train.train`.
+    eval_one: (member, data, setting) -> dict of scalars; run at the train
+      config's eval steps and at the end.
+    name: label for progress lines and the rows' `run` column prefix.
+    watch: metrics whose non-finite value marks a member diverged.
+    freeze_diverged: keep a diverged member at its last finite state (its
+      evaluations then describe that state); False lets it run on.
+
+  Returns:
+    A `SweepResult`.
+  """
+  values = {k: jnp.asarray(v) for k, v in settings.values.items()}
+  vmapped_step = jax.vmap(step_one, in_axes=(0, None, None, None, 0))
+
+  def init_fn(key):
+    members = jax.vmap(init_one, in_axes=(None, 0))(key, values)
+    return {
+      "members": members,
+      "diverged_at": jnp.full(len(settings), -1, jnp.int32),
+    }
+
+  def step_fn(state, batch, key, step):
+    old = state["members"]
+    new, metrics = vmapped_step(old, batch, key, step, values)
+    bad = jnp.zeros(len(settings), bool)
+    for k in watch:
+      if k in metrics:
+        bad = bad | ~jnp.isfinite(metrics[k])
+    at = state["diverged_at"]
+    at = jnp.where((at < 0) & bad, (step + 1).astype(jnp.int32), at)
+    if freeze_diverged:
+      frozen = at >= 0
+
+      def keep(n, o):
+        mask = frozen.reshape((-1,) + (1,) * (n.ndim - 1))
+        return jnp.where(mask, o, n)
+
+      new = jax.tree.map(keep, new, old)
+    return {"members": new, "diverged_at": at}, metrics
+
+  eval_fn = None
+  if eval_one is not None:
+    vmapped_eval = jax.vmap(eval_one, in_axes=(0, None, 0))
+
+    def eval_fn(state, data):
+      return vmapped_eval(state["members"], data, values)
+
+  state, rows = loop.train(
+    init_fn,
+    step_fn,
+    workdir=workdir,
+    config=config,
+    data=data,
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    mesh=mesh,
+    name=name,
+    runs=settings.names,
+    finite_keys=(),  # Divergence is recorded per member, not raised.
+    allow_config_change=allow_config_change,
+  )
+  keys = ()
+  if eval_fn is not None:
+    keys = tuple(jax.eval_shape(eval_fn, state, data))
+  runs = [f"{name}/{n}" if name else n for n in settings.names]
+  steps, evals = eval_table(rows, keys, runs)
+  return SweepResult(
+    settings=settings,
+    steps=steps,
+    evals=evals,
+    diverged_at=np.asarray(jax.device_get(state["diverged_at"]), np.int64),
+    rows=rows,
+    state=state["members"],
+  )
+
+
+def select_best(
+  values, *, diverged=None, lower_is_better: bool = True
+) -> int | None:
+  """Index of the best of 1-D `values`, or None when no member is usable.
+
+  Members that diverged (bool array, same shape) or whose value is not finite
+  are never selected; among equal values the first (lowest index) wins.
+  """
+  x = np.asarray(values, np.float64).reshape(-1)
+  ok = np.isfinite(x)
+  if diverged is not None:
+    ok &= ~np.asarray(diverged, bool).reshape(-1)
+  if not ok.any():
+    return None
+  x = np.where(ok, x if lower_is_better else -x, np.inf)
+  return int(np.argmin(x))

@@ -1,0 +1,143 @@
+"""lib.train.sweep: one vmapped program per stack, closed forms, divergence, resume."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import common
+from lib import train as train_lib
+from lib.core import errors
+from lib.core import stats
+from lib.train import sweep
+
+
+def _config(**kw):
+  base = dict(num_steps=12, log_every=3, checkpoint_every=6, eval_every=6)
+  base.update(kw)
+  return common.lock(common.train_config(**base))
+
+
+def _gd_on_quadratic(w0=1.0):
+  """GD on f(w) = w^2 / 2 from w0 (times the member's scale): w_t = (1 - lr)^t w0."""
+
+  def init_one(key, setting):
+    del key
+    return {"w": jnp.float32(w0) * setting.get("scale", 1.0)}
+
+  def step_one(member, batch, key, step, setting):
+    del batch, key, step
+    w = member["w"]
+    return {"w": w - setting["lr"] * w}, {"loss": 0.5 * w * w}
+
+  def eval_one(member, data, setting):
+    del data, setting
+    return {"w": member["w"]}
+
+  return init_one, step_one, eval_one
+
+
+def test_grid_names_shape_and_order():
+  s = sweep.grid(lr=(1e-3, 0.25), seed=range(3))
+  assert s.shape == (2, 3) and len(s) == 6
+  assert s.names[0] == "lr1e-3/seed0" and s.names[-1] == "lr0.25/seed2"
+  np.testing.assert_array_equal(s.values["seed"], [0, 1, 2, 0, 1, 2])
+  assert s.member(4) == {"lr": pytest.approx(0.25), "seed": 1}
+  with pytest.raises(errors.ConfigError, match="repeated"):
+    sweep.grid(lr=(0.1, 0.1))
+  with pytest.raises(errors.ConfigError, match="different lengths"):
+    sweep.stack(a=(1, 2), b=(1,))
+  with pytest.raises(errors.ConfigError, match="numbers"):
+    sweep.grid(method=("adam", "sgd"))
+
+
+def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  settings = sweep.grid(lr=(0.1, 0.3, 0.5), scale=(1.0, -2.0))
+  result = sweep.run_sweep(
+    init_one,
+    step_one,
+    settings,
+    workdir=str(tmp_path),
+    config=_config(),
+    eval_one=eval_one,
+    name="gd",
+  )
+  np.testing.assert_array_equal(result.steps, [6, 12])
+  lr = settings.values["lr"].astype(np.float64)
+  scale = settings.values["scale"].astype(np.float64)
+  for e, t in enumerate((6, 12)):
+    np.testing.assert_allclose(
+      result.evals["w"][e], (1 - lr) ** t * scale, rtol=1e-5
+    )
+  assert result.final("w").shape == (3, 2)
+  np.testing.assert_array_equal(result.diverged_at, -1)
+  assert not result.diverged.any()
+  # Rows: one per member and log step, named by the grid.
+  assert len(result.rows) == 4 * 6
+  assert {r["run"] for r in result.rows} == {f"gd/{n}" for n in settings.names}
+
+
+def test_a_diverged_member_is_recorded_and_frozen_others_train_on(tmp_path):
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  settings = sweep.stack(lr=(0.5, 1e19))
+  result = sweep.run_sweep(
+    init_one,
+    step_one,
+    settings,
+    workdir=str(tmp_path),
+    config=_config(),
+    eval_one=eval_one,
+  )
+  # Oracle: the float32 recurrence by hand; the loss at step t (1-based) is
+  # that of w_{t-1}, so the first non-finite loss names the step.
+  w, first = np.float32(1.0), -1
+  with np.errstate(over="ignore", invalid="ignore"):
+    for t in range(1, 13):
+      if not np.isfinite(np.float32(0.5) * w * w):
+        first = t
+        break
+      w = w - np.float32(1e19) * w
+  assert 1 < first <= 12
+  np.testing.assert_array_equal(result.diverged_at, [-1, first])
+  np.testing.assert_array_equal(result.diverged, [False, True])
+  final = result.final("w")
+  np.testing.assert_allclose(final[0], 0.5**12, rtol=1e-5)
+  assert np.isfinite(final[1])  # Frozen at its last finite state.
+  assert sweep.select_best(np.abs(final), diverged=result.diverged) == 0
+
+
+def test_rerun_of_a_finished_sweep_returns_the_same_result(tmp_path):
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  settings = sweep.grid(lr=(0.1, 0.2))
+  kw = dict(workdir=str(tmp_path), config=_config(), eval_one=eval_one)
+  first = sweep.run_sweep(init_one, step_one, settings, **kw)
+  again = sweep.run_sweep(init_one, step_one, settings, **kw)
+  np.testing.assert_array_equal(first.steps, again.steps)
+  np.testing.assert_array_equal(first.evals["w"], again.evals["w"])
+  np.testing.assert_array_equal(
+    np.asarray(first.state["w"]), np.asarray(again.state["w"])
+  )
+
+
+def test_select_best_skips_diverged_and_non_finite_and_breaks_ties_low():
+  assert sweep.select_best([3.0, 1.0, 1.0]) == 1
+  assert sweep.select_best([3.0, 1.0, 2.0], diverged=[0, 1, 0]) == 2
+  assert sweep.select_best([np.nan, 5.0]) == 1
+  assert sweep.select_best([1.0, 2.0], lower_is_better=False) == 1
+  assert sweep.select_best([np.inf, 1.0], diverged=[0, 1]) is None
+
+
+def test_paired_difference_is_the_t_interval_of_the_differences():
+  a, b = np.array([1.0, 2.0, 4.0]), np.array([0.5, 1.0, 1.0])
+  out = stats.paired_difference(a, b, level=0.95, sign=-1.0)
+  d = -(a - b)
+  half = 4.302652729911275 * d.std(ddof=1) / np.sqrt(3)  # t_{0.975, 2}
+  assert out["point"] == pytest.approx(d.mean())
+  assert out["lo"] == pytest.approx(d.mean() - half)
+  assert out["hi"] == pytest.approx(d.mean() + half)
+  assert out["by_seed"] == pytest.approx(list(d))
+
+
+def test_exported_from_lib_train():
+  assert train_lib.run_sweep is sweep.run_sweep
+  assert train_lib.select_best is sweep.select_best
