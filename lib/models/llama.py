@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from lib.core import errors
+from lib.core import losses
 from lib.quant import QuartetDense
 
 
@@ -170,5 +171,4 @@ class Llama(nn.Module):
 
 def next_token_loss(logits_BLV: jax.Array, targets_BL: jax.Array) -> jax.Array:
   """Mean cross-entropy (nats/token) of next-token prediction."""
-  logp = jax.nn.log_softmax(logits_BLV, axis=-1)
-  return -jnp.mean(jnp.take_along_axis(logp, targets_BL[..., None], axis=-1))
+  return losses.masked_cross_entropy(logits_BLV, targets_BL)
