@@ -228,10 +228,12 @@ def run_sweep(
   config,
   data=None,
   batch_fn: Callable | None = None,
+  batch_one: Callable | None = None,
   eval_one: Callable[[Any, Any, dict], dict] | None = None,
   name: str = "",
   watch: Sequence[str] = ("loss",),
   freeze_diverged: bool = True,
+  vectorize: bool = True,
   mesh=None,
   allow_config_change: bool | None = None,
 ) -> SweepResult:
@@ -244,19 +246,50 @@ def run_sweep(
       scalar metrics; `batch` and `key` are shared by all members.
     settings: the members (`grid` or `stack`).
     workdir, config, data, batch_fn, mesh, allow_config_change: as for
-      `lib.train.train`.
+      `lib.train.train`; `batch_fn`'s batch is shared by every member.
+    batch_one: instead of `batch_fn`, (data, key, step, setting) -> one
+      member's own batch (e.g. drawn from the member's seed stream).
     eval_one: (member, data, setting) -> dict of scalars; run at the train
       config's eval steps and at the end.
     name: label for progress lines and the rows' `run` column prefix.
     watch: metrics whose non-finite value marks a member diverged.
     freeze_diverged: keep a diverged member at its last finite state (its
       evaluations then describe that state); False lets it run on.
+    vectorize: vmap the members (one batched program); False steps them one
+      after the other with `lax.map` (still one program): the same numbers up
+      to float rounding, faster on CPU for compute-bound members.
 
   Returns:
     A `SweepResult`.
   """
+  errors.check(
+    batch_fn is None or batch_one is None,
+    errors.ConfigError,
+    "run_sweep takes batch_fn (shared batch) or batch_one (per member), "
+    "not both",
+  )
   values = {k: jnp.asarray(v) for k, v in settings.values.items()}
-  vmapped_step = jax.vmap(step_one, in_axes=(0, None, None, None, 0))
+  own_batch = batch_one is not None
+
+  def vmapped_step(members, batch, key, step, values):
+    if vectorize:
+      axes = (0, 0 if own_batch else None, None, None, 0)
+      return jax.vmap(step_one, in_axes=axes)(members, batch, key, step, values)
+    if own_batch:
+      return jax.lax.map(
+        lambda a: step_one(a[0], a[1], key, step, a[2]),
+        (members, batch, values),
+      )
+    return jax.lax.map(
+      lambda a: step_one(a[0], batch, key, step, a[1]), (members, values)
+    )
+
+  if own_batch:
+
+    def batch_fn(data, key, step):
+      return jax.vmap(batch_one, in_axes=(None, None, None, 0))(
+        data, key, step, values
+      )
 
   def init_fn(key):
     members = jax.vmap(init_one, in_axes=(None, 0))(key, values)

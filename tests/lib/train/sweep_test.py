@@ -141,3 +141,48 @@ def test_paired_difference_is_the_t_interval_of_the_differences():
 def test_exported_from_lib_train():
   assert train_lib.run_sweep is sweep.run_sweep
   assert train_lib.select_best is sweep.select_best
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_per_member_batches_vmapped_or_mapped(tmp_path, vectorize):
+  """batch_one gives member r the target c_r: w_t = c + (1 - lr)^t (w0 - c)."""
+
+  def init_one(key, setting):
+    del key, setting
+    return {"w": jnp.float32(1.0)}
+
+  def batch_one(data, key, step, setting):
+    del key, step
+    return data["targets"][setting["target"]]
+
+  def step_one(member, batch, key, step, setting):
+    del key, step
+    w = member["w"]
+    return {"w": w - setting["lr"] * (w - batch)}, {"loss": (w - batch) ** 2}
+
+  settings = sweep.grid(lr=(0.1, 0.4), target=(0, 1, 2))
+  result = sweep.run_sweep(
+    init_one,
+    step_one,
+    settings,
+    workdir=str(tmp_path),
+    config=_config(),
+    data={"targets": np.float32([-1.0, 0.5, 3.0])},
+    batch_one=batch_one,
+    eval_one=lambda m, d, s: {"w": m["w"]},
+    vectorize=vectorize,
+  )
+  lr = settings.values["lr"].astype(np.float64)
+  c = np.array([-1.0, 0.5, 3.0])[settings.values["target"]]
+  want = c + (1 - lr) ** 12 * (1.0 - c)
+  np.testing.assert_allclose(result.final("w").ravel(), want, rtol=1e-5)
+  with pytest.raises(errors.ConfigError, match="not both"):
+    sweep.run_sweep(
+      init_one,
+      step_one,
+      settings,
+      workdir=str(tmp_path / "x"),
+      config=_config(),
+      batch_fn=lambda d, k, s: 0.0,
+      batch_one=batch_one,
+    )
