@@ -31,15 +31,8 @@ def get_config(arg=None):
   config.batch_size = 32
   # The official 'nf' advection model (lib.pde.hns.OFFICIAL_NF: their
   # configs/hamiltonian/adv.yaml; 31,776 parameters).
-  config.hns = dict(
-    width=32,
+  config.hns = common.hns_model(
     num_layers=6,
-    proj_dim=32,
-    kernel_type="nonlinear",
-    film="local",
-    film_hidden=(32, 32),
-    film_kernel_size=3,
-    omega0=1.0,
     concat_u=False,
     film_per_layer=True,
     film_gamma_offset=0.0,

@@ -70,6 +70,37 @@ def train_config(**overrides) -> ml_collections.ConfigDict:
   return config
 
 
+def hns_model(**overrides) -> dict:
+  """The HNS integral-kernel functional's settings (lib.pde.hns), as the paper
+  describes it: nonlinear kernel, local FiLM MLP [32, 32] (k = 3), SIREN 32 x 4,
+  projection 32. Each HNS config starts here and states what it changes."""
+  model = dict(
+    width=32,
+    num_layers=4,
+    proj_dim=32,
+    kernel_type="nonlinear",
+    film="local",
+    film_hidden=(32, 32),
+    film_kernel_size=3,
+    omega0=1.0,
+  )
+  unknown = (
+    set(overrides)
+    - set(model)
+    - {
+      "concat_u",
+      "film_per_layer",
+      "film_gamma_offset",
+      "normalize_x",
+      "exact_gelu",
+    }
+  )
+  if unknown:
+    raise ValueError(f"unknown HNS model keys {sorted(unknown)}")
+  model.update(overrides)
+  return model
+
+
 def check_variant(variant: str, known) -> None:
   """Raises ValueError unless `variant` is one of `known`."""
   if variant not in known:

@@ -36,16 +36,7 @@ def get_config(arg=None):
     max_wavenumber=3,
   )
   # Paper: nonlinear kernel, local FiLM MLP [32, 32], SIREN 32 x 4, proj 32.
-  config.hns = dict(
-    width=32,
-    num_layers=4,
-    proj_dim=32,
-    kernel_type="nonlinear",
-    film="local",
-    film_hidden=(32, 32),
-    film_kernel_size=3,
-    omega0=1.0,
-  )
+  config.hns = common.hns_model()
   # J = d/dx stencil in the HNS rollout (paper: 2nd-order central); label
   # and metric stencils (advection labels need none: dH/du = u).
   config.j_stencil = "central"

@@ -38,16 +38,7 @@ def get_config(arg=None):
     max_wavenumber=3,
   )
   # Paper: global FiLM CNN [32, 32, 32], k = 3; SIREN 32 x 4; proj 32.
-  config.hns = dict(
-    width=32,
-    num_layers=4,
-    proj_dim=32,
-    kernel_type="nonlinear",
-    film="global",
-    film_hidden=(32, 32, 32),
-    film_kernel_size=3,
-    omega0=1.0,
-  )
+  config.hns = common.hns_model(film="global", film_hidden=(32, 32, 32))
   # Paper: 11-point smooth (Holoborodko) J; labels with central u_xx.
   config.j_stencil = "smooth"
   config.label_stencil = "central"

@@ -133,7 +133,7 @@ def train_runs(
   lrs=None,
   sequential=False,
 ):
-  """Trains R runs of one model as one `lib.train.train` call (a run stack).
+  """Trains R runs of one model as one sweep (`lib.train.run_sweep`).
 
   Run r draws its init, batch and loss keys from stream ("seed", seeds[r]) of
   the loop's keys, so a run is the same whichever stack it is trained in (a
@@ -157,33 +157,31 @@ def train_runs(
       ones (measured).
 
   Returns:
-    (stacked TrainState, history rows, finite [R] bool array: the run's
-    final loss and parameters are finite). Divergence of a run is an outcome
-    (finite_keys=()), reported by the caller, not an error.
+    (SweepResult whose state is the stacked TrainState, finite [R] bool
+    array: the run's final loss and parameters are finite). Divergence of a
+    run is an outcome reported by the caller, not an error: a diverged run
+    runs on (its NaN rollout counts as diverged in every metric).
   """
   num_runs = len(runs)
-  seeds = jnp.asarray(seeds, jnp.int32)
-  scales = jnp.ones((num_runs,)) if lrs is None else jnp.asarray(lrs)
-  errors.check(
-    seeds.shape == scales.shape == (num_runs,),
-    errors.ShapeError,
-    f"train_runs: {num_runs} runs need as many seeds and lrs, got "
-    f"{seeds.shape} and {scales.shape}",
+  settings = train_lib.sweep_stack(
+    names=runs,
+    seed=np.asarray(seeds, np.int32),
+    lr=np.ones(num_runs) if lrs is None else np.asarray(lrs),
   )
 
-  def run_key(key, seed):
-    return rng.stream(key, "seed", seed)
+  def run_key(key, setting):
+    return rng.stream(key, "seed", setting["seed"])
 
-  def init_all(key):
-    return jax.vmap(
-      lambda s: train_lib.create_state(init_fn(run_key(key, s)), tx)
-    )(seeds)
+  def init_one(key, setting):
+    return train_lib.create_state(init_fn(run_key(key, setting)), tx)
 
-  def one(state, batch, key, scale):
+  def step_one(state, batch, key, step, setting):
+    del step
+    key = rng.stream(run_key(key, setting), "loss")
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (loss, aux), grads = grad_fn(state.params, batch, key)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    updates = jax.tree.map(lambda u: scale * u, updates)
+    updates = jax.tree.map(lambda u: setting["lr"] * u, updates)
     params = optax.apply_updates(state.params, updates)
     metrics = {
       "loss": loss,
@@ -194,48 +192,35 @@ def train_runs(
     }
     return train_lib.TrainState(state.step + 1, params, opt_state), metrics
 
-  def step_fn(state, batch, key, step):
-    del step
-    keys = jax.vmap(lambda s: rng.stream(run_key(key, s), "loss"))(seeds)
-    if sequential:
-      if batch_fn is None:
-        return jax.lax.map(
-          lambda a: one(a[0], batch, *a[1:]), (state, keys, scales)
-        )
-      return jax.lax.map(lambda a: one(*a), (state, batch, keys, scales))
-    batch_axis = None if batch_fn is None else 0
-    return jax.vmap(one, in_axes=(0, batch_axis, 0, 0))(
-      state, batch, keys, scales
-    )
-
-  stacked_batch_fn = None
+  batch_one = None
   if batch_fn is not None:
 
-    def stacked_batch_fn(data, key, step):
-      return jax.vmap(lambda s: batch_fn(data, run_key(key, s), step))(seeds)
+    def batch_one(data, key, step, setting):
+      return batch_fn(data, run_key(key, setting), step)
 
-  state, history = train_lib.train(
-    init_all,
-    step_fn,
+  result = train_lib.run_sweep(
+    init_one,
+    step_one,
+    settings,
     workdir=workdir,
     config=config,
     data=data,
-    batch_fn=stacked_batch_fn,
+    batch_one=batch_one,
     name=name,
-    runs=tuple(runs),
-    finite_keys=(),
+    watch=(),
+    freeze_diverged=False,
+    vectorize=not sequential,
   )
   finite = np.asarray(
     jax.vmap(
       lambda p: jnp.all(
         jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(p)])
       )
-    )(state.params)
+    )(result.state.params)
   )
-  if history:
-    losses = np.asarray(final_losses(history, name, runs))
-    finite = finite & np.isfinite(losses)
-  return state, history, finite
+  if result.rows:
+    finite = finite & np.isfinite(final_losses(result))
+  return result, finite
 
 
 def run_slice(tree, i):
@@ -243,15 +228,10 @@ def run_slice(tree, i):
   return jax.tree.map(lambda a: a[i], tree)
 
 
-def final_losses(history, name, runs):
-  """Last logged loss of each run (NaN when none was logged)."""
-  last = {}
-  for row in history:
-    last[row["run"]] = row.get("loss", float("nan"))
-  return [
-    float(last.get(f"{name}/{r}" if name else str(r), float("nan")))
-    for r in runs
-  ]
+def final_losses(result):
+  """Last logged training loss of each run of a sweep (NaN when none)."""
+  steps, loss = result.logged("loss")
+  return loss[-1] if steps.size else np.full(len(result.settings), np.nan)
 
 
 def seed_runs(num_seeds):
@@ -275,7 +255,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
     kind, model, grid, u, target, batch_size=config.batch_size
   )
   runs = seed_runs(config.num_seeds)
-  state, history, train_finite = train_runs(
+  swept, train_finite = train_runs(
     init_fn=parts["init_fn"],
     loss_fn=parts["loss_fn"],
     tx=make_optimizer(config),
@@ -292,7 +272,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
     pred = solver.rollout(
       kind,
       model,
-      run_slice(state.params, s),
+      run_slice(swept.state.params, s),
       val[:, 0],
       grid,
       dt=p.dt,
@@ -309,15 +289,44 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
       plot = np.asarray(pred[: config.num_plot])
       traces = (np.asarray(m["h_true_trace"]), np.asarray(m["h_pred_trace"]))
   result = summarize(per_seed)
-  result["final_train_loss_seeds"] = final_losses(history, kind, runs)
+  result["final_train_loss_seeds"] = [float(v) for v in final_losses(swept)]
   result["final_train_loss"] = float(np.mean(result["final_train_loss_seeds"]))
   result["train_finite_seeds"] = [bool(f) for f in train_finite]
-  result["num_params"] = int(tree_lib.num_params(run_slice(state.params, 0)))
-  result["steps_per_sec"] = (
-    history[-1].get("steps_per_sec", 0.0) if history else 0.0
+  result["num_params"] = int(
+    tree_lib.num_params(run_slice(swept.state.params, 0))
   )
+  rows = swept.rows
+  result["steps_per_sec"] = rows[-1].get("steps_per_sec", 0.0) if rows else 0.0
   logging.info("%s: %s", kind, result)
   return result, per_seed, plot, traces
+
+
+def train_every_kind(config, workdir, name, grid, train, val):
+  """HNS then each of config.baselines: trained, rolled out, summarized.
+
+  Returns:
+    (results {kind: summary}, per_seed {kind: [metric dicts]}, preds {kind:
+    seed 0's plotted trajectories}, traces {kind: seed 0's H traces}).
+  """
+  logging.info("data: train %s, val %s", train.shape, val.shape)
+  kinds = ("hns", *config.baselines)
+  sweep = train_lib.Sweep(len(kinds), name=name)
+  results, per_seed, preds, traces = {}, {}, {}, {}
+  for kind in kinds:
+    with sweep.run(f"{kind} ({config.num_seeds} seeds)"):
+      results[kind], per_seed[kind], preds[kind], traces[kind] = (
+        train_and_rollout(kind, config, grid, train, val, workdir)
+      )
+  return results, per_seed, preds, traces
+
+
+def write(workdir, config, results, val, preds, traces, paper):
+  """Adds the seeds, the paper's numbers and the figures; writes results."""
+  results["num_seeds"] = config.num_seeds
+  results["paper"] = paper
+  paths = figures(workdir, config, val, preds, traces)
+  results["figures"] = [os.path.basename(p) for p in paths]
+  return train_lib.write_results(workdir, results)
 
 
 def summarize(per_seed):

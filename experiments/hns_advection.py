@@ -16,10 +16,7 @@ Run: python -m experiments.hns_advection --config configs/hns_advection.py:quick
   --workdir runs/hns_advection
 """
 
-import os
-
 import jax.numpy as jnp
-from absl import logging
 
 from experiments import _cli
 from experiments import _hns
@@ -61,15 +58,9 @@ def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
   grid, train, val = make_data(config)
-  logging.info("data: train %s, val %s", train.shape, val.shape)
-  kinds = ("hns", *config.baselines)
-  sweep = train_lib.Sweep(len(kinds), name="hns_advection")
-  results, per_seed, preds, traces = {}, {}, {}, {}
-  for kind in kinds:
-    with sweep.run(f"{kind} ({config.num_seeds} seeds)"):
-      results[kind], per_seed[kind], preds[kind], traces[kind] = (
-        _hns.train_and_rollout(kind, config, grid, train, val, workdir)
-      )
+  results, per_seed, preds, traces = _hns.train_every_kind(
+    config, workdir, "hns_advection", grid, train, val
+  )
   hns_res = results["hns"]
   for key in ("rollout_error", "hamiltonian_error"):
     for suffix in ("", "_lo", "_hi"):
@@ -84,17 +75,7 @@ def run(config, workdir) -> dict:
       per_seed, metric, config.baselines, higher_is_better=False, ratio=True
     )
   results["h_error_ratio"] = results["h_error_vs_best"]["point"]
-  results["num_seeds"] = config.num_seeds
-  results["cnn_derivative_stencil"] = config.cnn.derivative_stencil
-  results["j_stencil"] = config.j_stencil
-  results["paper"] = PAPER
-  rollout_path, h_path = _hns.figures(workdir, config, val, preds, traces)
-  results["figures"] = [
-    os.path.basename(rollout_path),
-    os.path.basename(h_path),
-  ]
-  train_lib.write_results(workdir, results)
-  return results
+  return _hns.write(workdir, config, results, val, preds, traces, PAPER)
 
 
 if __name__ == "__main__":

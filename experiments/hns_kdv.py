@@ -16,10 +16,7 @@ Run: python -m experiments.hns_kdv --config configs/hns_kdv.py:quick \
   --workdir runs/hns_kdv
 """
 
-import os
-
 import jax
-from absl import logging
 
 from experiments import _cli
 from experiments import _hns
@@ -69,15 +66,9 @@ def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
   grid, train, val = make_data(config)
-  logging.info("data: train %s, val %s", train.shape, val.shape)
-  kinds = ("hns", *config.baselines)
-  sweep = train_lib.Sweep(len(kinds), name="hns_kdv")
-  results, per_seed, preds, traces = {}, {}, {}, {}
-  for kind in kinds:
-    with sweep.run(f"{kind} ({config.num_seeds} seeds)"):
-      results[kind], per_seed[kind], preds[kind], traces[kind] = (
-        _hns.train_and_rollout(kind, config, grid, train, val, workdir)
-      )
+  results, per_seed, preds, traces = _hns.train_every_kind(
+    config, workdir, "hns_kdv", grid, train, val
+  )
   # The claim: HNS's correlation time minus the strongest baseline's
   # (divergence counted as decorrelation), paired over seeds, or over the
   # validation trajectories of a single seed.
@@ -100,15 +91,7 @@ def run(config, workdir) -> dict:
     ratio=True,
   )
   results["rollout_steps"] = config.pde.rollout_steps
-  results["num_seeds"] = config.num_seeds
-  results["paper"] = PAPER
-  rollout_path, h_path = _hns.figures(workdir, config, val, preds, traces)
-  results["figures"] = [
-    os.path.basename(rollout_path),
-    os.path.basename(h_path),
-  ]
-  train_lib.write_results(workdir, results)
-  return results
+  return _hns.write(workdir, config, results, val, preds, traces, PAPER)
 
 
 if __name__ == "__main__":

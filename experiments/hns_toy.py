@@ -177,7 +177,7 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
   def stage(part, lrs, seeds):
     runs = tuple(f"lr{lr:g}/seed{s}" for lr, s in zip(lrs, seeds))
     with sweep.run(f"{label} {part} ({len(runs)} runs)"):
-      state, history, finite = _hns.train_runs(
+      swept, finite = _hns.train_runs(
         init_fn=init_fn,
         loss_fn=loss_fn,
         tx=tx,
@@ -190,9 +190,9 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
         lrs=lrs,
         sequential=sequential,
       )
-    evals = eval_stack(state.params, len(runs))
-    losses = _hns.final_losses(history, label, runs)
-    return state.params, evals, finite, losses
+    evals = eval_stack(swept.state.params, len(runs))
+    losses = [float(v) for v in _hns.final_losses(swept)]
+    return swept.state.params, evals, finite, losses
 
   lrs = [float(lr) for lr in config.lrs]
   params, evals, finite, losses = stage("lr_sweep", lrs, [0] * len(lrs))

@@ -164,6 +164,7 @@ class SweepResult:
       -1 for a member that never diverged.
     rows: the metric rows written (one per member and log step).
     state: the final member states, stacked (leading axis R).
+    name: the rows' `run` prefix (run_sweep's `name`).
   """
 
   settings: Settings
@@ -172,6 +173,13 @@ class SweepResult:
   diverged_at: np.ndarray
   rows: list[dict]
   state: Any
+  name: str = ""
+
+  def logged(self, key: str):
+    """(steps [L], values [L, R]): a training metric at every log step."""
+    runs = [f"{self.name}/{n}" if self.name else n for n in self.settings.names]
+    steps, table = eval_table(self.rows, (key,), runs)
+    return steps, table[key]
 
   @property
   def diverged(self) -> np.ndarray:
@@ -350,6 +358,7 @@ def run_sweep(
     diverged_at=np.asarray(jax.device_get(state["diverged_at"]), np.int64),
     rows=rows,
     state=state["members"],
+    name=name,
   )
 
 

@@ -68,7 +68,7 @@ def test_a_run_in_a_stack_is_that_run_alone(tmp_path, fast_compile):
   tx = optax.adam(1.0)
 
   def train(part, lrs, seeds, sequential):
-    state, _, finite = _hns.train_runs(
+    swept, finite = _hns.train_runs(
       init_fn=init_fn,
       loss_fn=loss_fn,
       tx=tx,
@@ -82,7 +82,7 @@ def test_a_run_in_a_stack_is_that_run_alone(tmp_path, fast_compile):
       sequential=sequential,
     )
     assert finite.all()
-    return state.params
+    return swept.state.params
 
   alone = train("alone", [0.05], [1], False)
   for sequential in (False, True):

@@ -75,6 +75,10 @@ def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
   # Rows: one per member and log step, named by the grid.
   assert len(result.rows) == 4 * 6
   assert {r["run"] for r in result.rows} == {f"gd/{n}" for n in settings.names}
+  steps, loss = result.logged("loss")  # loss of w_{t-1} at log step t
+  np.testing.assert_array_equal(steps, [3, 6, 9, 12])
+  w_prev = (1 - lr) ** (steps[:, None] - 1) * scale
+  np.testing.assert_allclose(loss, 0.5 * w_prev**2, rtol=1e-5)
 
 
 def test_a_diverged_member_is_recorded_and_frozen_others_train_on(tmp_path):
