@@ -116,12 +116,6 @@ def load_data(config) -> dict:
   }
 
 
-def _seed_keys(key: jax.Array, seed_ids) -> jax.Array:
-  """One key per seed: fold_in(key, seed id); the same for every method."""
-  ids = jnp.asarray(seed_ids, jnp.uint32)
-  return jax.vmap(lambda i: jax.random.fold_in(key, i))(ids)
-
-
 def train_seeds(
   config,
   method: str,
@@ -157,53 +151,48 @@ def train_seeds(
 
   train_step = train_lib.make_train_step(loss_fn, tx)
 
-  def init_fn(key):
-    def one(k):
-      params = llama.init(k, np.zeros((1, d.seq_len), np.int32))
-      return train_lib.create_state(params, tx)
+  def seed_key(key, setting):
+    return jax.random.fold_in(key, setting["seed"].astype(jnp.uint32))
 
-    return jax.vmap(one)(_seed_keys(key, seed_ids))
+  def init_one(key, setting):
+    params = llama.init(
+      seed_key(key, setting), np.zeros((1, d.seq_len), np.int32)
+    )
+    return train_lib.create_state(params, tx)
 
-  def batch_fn(data, key, step):
+  def batch_one(data, key, step, setting):
     del step
-    return jax.vmap(
-      lambda k: text.sample_windows(data["train"], k, d.batch_size, d.seq_len)
-    )(_seed_keys(key, seed_ids))
+    return text.sample_windows(
+      data["train"], seed_key(key, setting), d.batch_size, d.seq_len
+    )
 
-  def step_fn(state, batch, key, step):
+  def step_one(state, batch, key, step, setting):
     del step
-    keys = _seed_keys(rng.stream(key, "loss"), seed_ids)
-    return jax.vmap(train_step)(state, batch, keys)
+    return train_step(state, batch, seed_key(rng.stream(key, "loss"), setting))
 
-  def eval_fn(state, data):
+  def eval_one(state, data, setting):
     # Validation uses the model as trained: MXFP4 forward for quantized runs.
-    def one(params):
-      logits = llama.apply(params, data["val"][:, :-1])
-      return models.next_token_loss(logits, data["val"][:, 1:])
+    del setting
+    logits = llama.apply(state.params, data["val"][:, :-1])
+    return {"val_loss": models.next_token_loss(logits, data["val"][:, 1:])}
 
-    return {"val_loss": jax.vmap(one)(state.params)}
-
-  runs = tuple(f"seed{s}" for s in seed_ids)
-  _, history = train_lib.train(
-    init_fn,
-    step_fn,
+  result = train_lib.run_sweep(
+    init_one,
+    step_one,
+    train_lib.sweep_stack(
+      names=[f"seed{s}" for s in seed_ids], seed=np.asarray(seed_ids)
+    ),
     workdir=workdir,
     config=config.train,
     data=data,
-    batch_fn=batch_fn,
-    eval_fn=eval_fn,
+    batch_one=batch_one,
+    eval_one=eval_one,
     name=name,
-    runs=runs,
-    finite_keys=(),  # a diverged seed is an outcome: recorded as NaN below
+    watch=(),  # a diverged seed is an outcome: its val_loss is NaN
+    freeze_diverged=False,
   )
-  prefix = f"{name}/" if name else ""
-  col = {f"{prefix}{r}": i for i, r in enumerate(runs)}
-  val = {}
-  for row in history:
-    if "val_loss" in row and row.get("run") in col:
-      v = val.setdefault(row["step"], np.full(len(runs), np.nan))
-      v[col[row["run"]]] = row["val_loss"]
-  return {"history": history, "val_loss": val}
+  val = dict(zip(result.steps.tolist(), result.evals["val_loss"]))
+  return {"history": result.rows, "val_loss": val}
 
 
 def seed_groups(config) -> list[tuple[int, ...]]:
