@@ -249,6 +249,36 @@ def spurious_task(sc, data, *, seed_offset: int = 0) -> train_lib.Task:
   return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
 
 
+def _member_key(setting, step):
+  """The key `lib.train.train` gives step `step` of a run with this seed."""
+  return rng.stream(rng.root_key(setting["seed"]), "step", step)
+
+
+def _member_batch(task, data, key, step, setting):
+  del key
+  return task.batch_fn(
+    data, rng.stream(_member_key(setting, step), "data"), step
+  )
+
+
+def _fit_members(task, tx):
+  """(init_one, step_one) of `fit(task, tx)` for a sweep over train seeds."""
+  train_step = train_lib.make_train_step(task.loss_fn, tx)
+
+  def init_one(key, setting):
+    del key
+    root = rng.root_key(setting["seed"])
+    return train_lib.create_state(task.init_fn(rng.stream(root, "init")), tx)
+
+  def step_one(state, batch, key, step, setting):
+    del key
+    return train_step(
+      state, batch, rng.stream(_member_key(setting, step), "loss")
+    )
+
+  return init_one, step_one
+
+
 def run_spurious(config, workdir) -> dict:
   sc = config.spurious
   data = data_lib.make_patch_digits(
@@ -258,30 +288,40 @@ def run_spurious(config, workdir) -> dict:
     seed=config.train.seed,
   )
   opts = {"sgd": optax.sgd(sc.sgd_lr), "adam": optax.adam(sc.adam_lr)}
+  train_cfg = train_lib.phase_config(
+    config.train,
+    sc.num_steps,
+    log_every=min(sc.num_steps, 500),
+    checkpoint_every=sc.num_steps,
+    eval_every=0,
+  )
+  # Seed i is the run `fit` would do with train seed config.train.seed + i:
+  # each member keeps its own root key (bitwise the former one-run-per-seed
+  # results), and all seeds of an optimizer share one program.
+  seeds = config.train.seed + np.arange(sc.seeds)
+  settings = train_lib.sweep_stack(
+    names=[f"seed{i}" for i in range(sc.seeds)], seed=seeds
+  )
+  task = spurious_task(sc, data)
   results = {}
   for name, tx in opts.items():
-    runs = []
-    for seed in range(sc.seeds):
-      train_cfg = config.train.copy_and_resolve_references()
-      train_cfg.unlock()
-      train_cfg.update(
-        seed=config.train.seed + seed,
-        num_steps=sc.num_steps,
-        log_every=min(sc.num_steps, 500),
-        checkpoint_every=sc.num_steps,
-        eval_every=0,
-      )
-      _, history = train_lib.fit(
-        spurious_task(sc, data),
-        tx,
-        workdir=os.path.join(workdir, "spurious", f"{name}_seed{seed}"),
-        config=train_cfg,
-        name=f"spurious/{name}/{seed}",
-      )
-      runs.append(history[-1])
+    result = train_lib.run_sweep(
+      *_fit_members(task, tx),
+      settings,
+      workdir=os.path.join(workdir, "spurious", name),
+      config=train_cfg,
+      data=data,
+      batch_one=functools.partial(_member_batch, task),
+      eval_one=lambda state, d, s: task.eval_fn(state.params, d),
+      name=f"spurious/{name}",
+      watch=(),
+      freeze_diverged=False,
+    )
+    loss = result.logged("loss")[1][-1]
     results[name] = {
-      key: float(np.mean([r[key] for r in runs]))
-      for key in ("loss", "test_acc", "worst_group_acc")
+      "loss": float(np.mean(loss)),
+      "test_acc": float(np.mean(result.final("test_acc"))),
+      "worst_group_acc": float(np.mean(result.final("worst_group_acc"))),
     }
   results["worst_group_gap"] = (
     results["adam"]["worst_group_acc"] - results["sgd"]["worst_group_acc"]

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from configs import reproduce as config_lib
+from experiments import _jobs
 from experiments import claims as claims_lib
 from experiments import reproduce
 from experiments.claims import report
@@ -66,18 +67,18 @@ def test_smoke_report_for_one_paper(tmp_path, caplog, monkeypatch):
   # Cached: a rerun with the same command and code version runs nothing.
   stamp = json.loads((tmp_path / "simplicity_bias" / "stamp.json").read_text())
   assert stamp["status"] == "done"
-  assert stamp["code_version"] == reproduce.code_version()
+  assert stamp["code_version"] == _jobs.code_version()
   calls = []
 
   def fake_run(experiment, config_arg, workdir, timeout, name, cache_dir=None):
     calls.append(name)
     return {"stand_in": True}, None
 
-  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  monkeypatch.setattr(_jobs, "run_experiment", fake_run)
   assert reproduce.run(config, str(tmp_path))["claims"] == results["claims"]
   assert calls == []
   # A changed code version starts the run afresh (the old directory goes).
-  monkeypatch.setattr(reproduce, "code_version", lambda root=None: "changed")
+  monkeypatch.setattr(_jobs, "code_version", lambda root=None: "changed")
   reproduce.run(config, str(tmp_path))
   assert calls == ["simplicity_bias"]
   assert not (tmp_path / "simplicity_bias" / "boundaries.png").exists()
@@ -96,7 +97,7 @@ def test_relay_saves_every_line_and_echoes_it_prefixed(caplog):
   )
   log = io.StringIO()
   with caplog.at_level(logging.INFO):
-    reproduce._relay(child, log, "quartet_llm", echo=True)
+    _jobs._relay(child, log, "quartet_llm", echo=True)
   assert log.getvalue().startswith("I1203 09:19:59.419810")
   assert log.getvalue().count("\n") == 4  # the saved log is complete
   echoed = [(r.levelno, r.getMessage()) for r in caplog.records]
@@ -105,13 +106,13 @@ def test_relay_saves_every_line_and_echoes_it_prefixed(caplog):
   assert (logging.WARNING, "[quartet_llm] careful") in echoed
   assert len(echoed) == 3  # blank lines are not echoed
   caplog.clear()
-  reproduce._relay(io.StringIO("x\n"), io.StringIO(), "r", echo=False)
+  _jobs._relay(io.StringIO("x\n"), io.StringIO(), "r", echo=False)
   assert not caplog.records  # processes other than 0 stay quiet
 
 
 def test_a_run_past_its_timeout_is_stopped(tmp_path):
   start = time.perf_counter()
-  results, error = reproduce.run_experiment(
+  results, error = _jobs.run_experiment(
     "simplicity_bias", "quick,smoke", str(tmp_path), timeout=0.5
   )
   assert results is None and error.startswith("timed out after 0.5 s")
@@ -137,18 +138,18 @@ def test_code_version_follows_the_sources(tmp_path):
     (tmp_path / top).mkdir()
   (tmp_path / "requirements.txt").write_text("jax\n")
   (tmp_path / "lib" / "a.py").write_text("x = 1\n")
-  v1 = reproduce.code_version(str(tmp_path))
+  v1 = _jobs.code_version(str(tmp_path))
   (tmp_path / "configs" / "c.py").write_text("y = 2\n")
-  v2 = reproduce.code_version(str(tmp_path))
+  v2 = _jobs.code_version(str(tmp_path))
   (tmp_path / "lib" / "a.py").write_text("x = 2\n")
-  v3 = reproduce.code_version(str(tmp_path))
+  v3 = _jobs.code_version(str(tmp_path))
   assert len({v1, v2, v3}) == 3
   # The driver's own config (which runs, how many at once, expected seconds)
   # and the claim registry change no run's numbers: no rerun for them.
   (tmp_path / "configs" / "reproduce.py").write_text("jobs = 2\n")
   (tmp_path / "experiments" / "claims").mkdir(parents=True)
   (tmp_path / "experiments" / "claims" / "q.py").write_text("CLAIMS = []\n")
-  assert reproduce.code_version(str(tmp_path)) == v3
+  assert _jobs.code_version(str(tmp_path)) == v3
 
 
 def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
@@ -158,10 +159,10 @@ def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
       json.dumps({"seconds": seconds})
     )
   runs = [("x", "quick", "a"), ("x", "quick", "b"), ("x", "quick", "new")]
-  order = [r[2] for r in reproduce.schedule(runs, str(tmp_path))]
+  order = [r[2] for r in _jobs.schedule(runs, str(tmp_path))]
   assert order == ["new", "b", "a"]  # unknown first, then slowest
   # A fresh run ("new") is placed by the config's table of expected seconds.
-  order = reproduce.schedule(runs, str(tmp_path), {"new": 20.0})
+  order = _jobs.schedule(runs, str(tmp_path), {"new": 20.0})
   assert [r[2] for r in order] == ["b", "new", "a"]
 
   # Two at a time: both children are alive together.
@@ -173,7 +174,7 @@ def test_runs_go_longest_first_and_in_parallel(tmp_path, monkeypatch):
     both.wait()  # raises BrokenBarrierError if the runs were sequential
     return {"ok": 1.0}, None
 
-  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  monkeypatch.setattr(_jobs, "run_experiment", fake_run)
   config = config_lib.get_config("only=simplicity_bias+sadl,smoke,jobs=2")
   results = reproduce.run(config, str(tmp_path / "w"))
   assert results["failures"] == {}
@@ -192,7 +193,7 @@ def test_the_gpu_tier_runs_gpu_variants_in_their_own_directories(
     calls.append((experiment, config_arg, os.path.basename(workdir)))
     return {"acc_gap": 0.01}, None
 
-  monkeypatch.setattr(reproduce, "run_experiment", fake_run)
+  monkeypatch.setattr(_jobs, "run_experiment", fake_run)
   config = config_lib.get_config("gpu,only=simplicity_bias")
   results = reproduce.run(config, str(tmp_path))
   assert calls == [("simplicity_bias", "gpu", "simplicity_bias_gpu")]
