@@ -179,6 +179,23 @@ def _fmt_seconds(s: float) -> str:
   )
 
 
+def _fmt_loss(loss: np.ndarray) -> str:
+  """A scalar loss, or a stack's as "mean m (min a, max b over R runs)";
+  non-finite members are counted, not averaged in."""
+  if loss.ndim == 0:
+    return f"{loss:.5g}"
+  flat = loss.reshape(-1)
+  ok = flat[np.isfinite(flat)]
+  if ok.size == 0:
+    return f"non-finite in all {flat.size} runs"
+  text = (
+    f"mean {ok.mean():.5g} (min {ok.min():.5g}, max {ok.max():.5g} over "
+    f"{flat.size} runs"
+  )
+  bad = flat.size - ok.size
+  return text + (f"; {bad} non-finite)" if bad else ")")
+
+
 class Progress:
   """Logs step, loss, steps/s and ETA (process 0); the compiling interval is excluded."""
 
@@ -205,7 +222,7 @@ class Progress:
         self.name,
         step,
         self.total,
-        np.array2string(loss, precision=5) if loss.ndim else f"{loss:.5g}",
+        _fmt_loss(loss),
         rate,
         _fmt_seconds(eta),
         now - self._start,

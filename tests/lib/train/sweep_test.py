@@ -190,3 +190,13 @@ def test_per_member_batches_vmapped_or_mapped(tmp_path, vectorize):
       batch_fn=lambda d, k, s: 0.0,
       batch_one=batch_one,
     )
+
+
+def test_progress_line_summarizes_a_stack_of_losses(caplog):
+  from absl import logging as absl_logging
+
+  absl_logging.set_verbosity("info")
+  progress = train_lib.Progress(10, name="stack")
+  with caplog.at_level("INFO"):
+    progress.update(5, {"loss": np.array([1.0, 3.0, np.nan, 2.0])})
+  assert "loss mean 2 (min 1, max 3 over 4 runs; 1 non-finite)" in caplog.text
