@@ -28,7 +28,6 @@ References:
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import logging
@@ -211,13 +210,7 @@ def train_runs(
     freeze_diverged=False,
     vectorize=not sequential,
   )
-  finite = np.asarray(
-    jax.vmap(
-      lambda p: jnp.all(
-        jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(p)])
-      )
-    )(result.state.params)
-  )
+  finite = np.asarray(jax.vmap(tree_lib.all_finite)(result.state.params))
   if result.rows:
     finite = finite & np.isfinite(final_losses(result))
   return result, finite

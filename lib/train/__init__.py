@@ -22,7 +22,6 @@ from lib.train.metrics import read_jsonl
 from lib.train.preemption import Preempted
 from lib.train.state import TrainState
 from lib.train.state import create_state
-from lib.train.state import make_eval_step
 from lib.train.state import make_train_step
 from lib.train.sweep import Settings
 from lib.train.sweep import SweepResult

@@ -50,8 +50,3 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation):
     return TrainState(state.step + 1, params, opt_state), metrics
 
   return train_step
-
-
-def make_eval_step(metric_fn: Callable[[Any, Any], dict]):
-  """Returns a jitted `eval_step(params, data) -> dict of scalars`."""
-  return jax.jit(metric_fn)
