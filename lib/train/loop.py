@@ -86,6 +86,30 @@ def _rows(step, stacked, evals, runs, name):
   return rows
 
 
+class History(list):
+  """The metric rows a run wrote (a list of dicts), plus its evaluations.
+
+  `history.evals()` -> (steps [E], {metric: [E]} or, for a stack of runs,
+  {metric: [E, R]}): what `eval_fn` returned at each evaluated step, read
+  from the rows, so that nobody rebuilds run names to find them.
+  """
+
+  def __init__(self, rows, eval_keys=(), runs=None, name=""):
+    super().__init__(rows)
+    self.eval_keys = tuple(eval_keys)
+    if runs is None:
+      self.runs = [name]
+    else:
+      self.runs = [f"{name}/{r}" if name else str(r) for r in runs]
+    self.stacked = runs is not None
+
+  def evals(self):
+    steps, table = metrics_lib.eval_table(self, self.eval_keys, self.runs)
+    if not self.stacked:
+      table = {k: v[:, 0] for k, v in table.items()}
+    return steps, table
+
+
 def _signals_deferred(fn):
   """Runs `fn` as a `preemption.deferred()` region: SIGTERM stops it at a chunk."""
 
@@ -145,7 +169,8 @@ def train(
 
   Returns:
     (state, history): the final state and the metric rows written (this run's rows
-    from earlier, resumed-from runs included).
+    from earlier, resumed-from runs included), a `History`: `history.evals()`
+    gives the evaluations as arrays by step (and run).
 
   Raises:
     ConfigError: a bad training config, or a changed config on resume.
@@ -254,7 +279,8 @@ def train(
   finally:
     writer.close()
   ckpt.close()
-  return carry[1], history
+  keys = tuple(jax.eval_shape(jit_eval, carry[1], data)) if jit_eval else ()
+  return carry[1], History(history, keys, runs, name)
 
 
 # -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ writes; `read_jsonl` reads a file or every metrics.jsonl below a workdir, and
 import json
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 from absl import logging
@@ -34,6 +35,33 @@ def read_jsonl(path) -> list[dict]:
   for file in files:
     rows += _read_rows(file)
   return rows
+
+
+def eval_table(rows, keys, runs: Sequence[str]):
+  """(steps [E], {key: [E, R]}) from metric rows: the rows' evaluations.
+
+  `runs` are the rows' `run` values (R of them); rows of other runs are
+  ignored. A row holding none of `keys` is a training row, not an evaluation.
+  """
+  index = {run: r for r, run in enumerate(runs)}
+  by_step = {}
+  for row in rows:
+    r = index.get(row.get("run", ""))
+    if r is None or not any(k in row for k in keys):
+      continue
+    table = by_step.setdefault(int(row["step"]), {})
+    for k in keys:
+      if k in row:
+        table.setdefault(k, np.full(len(runs), np.nan))[r] = float(row[k])
+  steps = np.asarray(sorted(by_step), np.int64)
+  empty = np.full(len(runs), np.nan)
+  evals = {
+    k: np.stack([by_step[s].get(k, empty) for s in steps])
+    if steps.size
+    else np.zeros((0, len(runs)))
+    for k in keys
+  }
+  return steps, evals
 
 
 def _read_rows(file: epath.Path) -> list[dict]:

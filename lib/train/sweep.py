@@ -40,6 +40,7 @@ import numpy as np
 
 from lib.core import errors
 from lib.train import loop
+from lib.train import metrics
 
 
 def _label(value) -> str:
@@ -178,7 +179,7 @@ class SweepResult:
   def logged(self, key: str):
     """(steps [L], values [L, R]): a training metric at every log step."""
     runs = [f"{self.name}/{n}" if self.name else n for n in self.settings.names]
-    steps, table = eval_table(self.rows, (key,), runs)
+    steps, table = metrics.eval_table(self.rows, (key,), runs)
     return steps, table[key]
 
   @property
@@ -198,33 +199,6 @@ class SweepResult:
   def trajectory(self, key: str) -> np.ndarray:
     """[E, *grid shape]: `key` at every evaluation step."""
     return self.evals[key].reshape((-1,) + self.settings.shape)
-
-
-def eval_table(rows, keys, runs: Sequence[str]):
-  """(steps [E], {key: [E, R]}) from metric rows: the rows' evaluations.
-
-  `runs` are the rows' `run` values (R of them); rows of other runs are
-  ignored. A row holding none of `keys` is a training row, not an evaluation.
-  """
-  index = {run: r for r, run in enumerate(runs)}
-  by_step = {}
-  for row in rows:
-    r = index.get(row.get("run", ""))
-    if r is None or not any(k in row for k in keys):
-      continue
-    table = by_step.setdefault(int(row["step"]), {})
-    for k in keys:
-      if k in row:
-        table.setdefault(k, np.full(len(runs), np.nan))[r] = float(row[k])
-  steps = np.asarray(sorted(by_step), np.int64)
-  empty = np.full(len(runs), np.nan)
-  evals = {
-    k: np.stack([by_step[s].get(k, empty) for s in steps])
-    if steps.size
-    else np.zeros((0, len(runs)))
-    for k in keys
-  }
-  return steps, evals
 
 
 def run_sweep(
@@ -350,7 +324,7 @@ def run_sweep(
   if eval_fn is not None:
     keys = tuple(jax.eval_shape(eval_fn, state, data))
   runs = [f"{name}/{n}" if name else n for n in settings.names]
-  steps, evals = eval_table(rows, keys, runs)
+  steps, evals = metrics.eval_table(rows, keys, runs)
   return SweepResult(
     settings=settings,
     steps=steps,

@@ -200,3 +200,26 @@ def test_progress_line_summarizes_a_stack_of_losses(caplog):
   with caplog.at_level("INFO"):
     progress.update(5, {"loss": np.array([1.0, 3.0, np.nan, 2.0])})
   assert "loss mean 2 (min 1, max 3 over 4 runs; 1 non-finite)" in caplog.text
+
+
+def test_train_history_gives_its_evaluations_as_arrays(tmp_path):
+  """A single run's History.evals(): w_t = (1 - lr)^t at every eval step."""
+
+  def step_fn(state, batch, key, step):
+    del batch, key, step
+    return {"w": 0.75 * state["w"]}, {"loss": state["w"] ** 2}
+
+  _, history = train_lib.train(
+    lambda key: {"w": jnp.float32(1.0)},
+    step_fn,
+    workdir=str(tmp_path),
+    config=_config(),
+    eval_fn=lambda state, data: {"w": state["w"]},
+    name="one",
+  )
+  steps, evals = history.evals()
+  np.testing.assert_array_equal(steps, [6, 12])
+  np.testing.assert_allclose(
+    evals["w"], 0.75 ** np.array([6.0, 12.0]), rtol=1e-6
+  )
+  assert isinstance(history, list) and history[-1]["step"] == 12
