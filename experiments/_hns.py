@@ -210,14 +210,17 @@ def train_runs(
     freeze_diverged=False,
     vectorize=not sequential,
   )
-  finite = np.asarray(jax.vmap(tree_lib.all_finite)(result.state.params))
+  finite = np.asarray(
+    jax.jit(jax.vmap(tree_lib.all_finite))(result.state.params)
+  )
   if result.rows:
     finite = finite & np.isfinite(final_losses(result))
   return result, finite
 
 
+@jax.jit
 def run_slice(tree, i):
-  """Run i of a stacked pytree."""
+  """Run i of a stacked pytree (jitted, `i` traced: one program per stack)."""
   return jax.tree.map(lambda a: a[i], tree)
 
 
@@ -231,7 +234,17 @@ def seed_runs(num_seeds):
   return tuple(f"seed{s}" for s in range(num_seeds))
 
 
-def train_and_rollout(kind, config, grid, train, val, workdir):
+def rollout_metrics_fn(config, grid):
+  """`solver.rollout_metrics` of this PDE and grid, jitted: one program for
+  every model kind and seed (eagerly, each of its ~100 ops compiles alone)."""
+  return jax.jit(
+    lambda pred, true: solver.rollout_metrics(
+      config.pde_name, pred, true, grid, stencil=config.h_stencil
+    )
+  )
+
+
+def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn=None):
   """Trains config.num_seeds runs of one model kind and rolls each out.
 
   Returns:
@@ -260,6 +273,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
     data=parts["data"],
     batch_fn=parts["batch_fn"],
   )
+  metrics_fn = metrics_fn or rollout_metrics_fn(config, grid)
   per_seed, plot, traces = [], None, None
   for s in range(config.num_seeds):
     pred = solver.rollout(
@@ -272,11 +286,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir):
       num_steps=p.rollout_steps,
       stencil=config.j_stencil,
     )
-    m = jax.device_get(
-      solver.rollout_metrics(
-        config.pde_name, pred, val, grid, stencil=config.h_stencil
-      )
-    )
+    m = jax.device_get(metrics_fn(pred, val))
     per_seed.append(m)
     if s == 0:
       plot = np.asarray(pred[: config.num_plot])
@@ -305,10 +315,11 @@ def train_every_kind(config, workdir, name, grid, train, val):
   kinds = ("hns", *config.baselines)
   sweep = train_lib.Sweep(len(kinds), name=name)
   results, per_seed, preds, traces = {}, {}, {}, {}
+  metrics_fn = rollout_metrics_fn(config, grid)
   for kind in kinds:
     with sweep.run(f"{kind} ({config.num_seeds} seeds)"):
       results[kind], per_seed[kind], preds[kind], traces[kind] = (
-        train_and_rollout(kind, config, grid, train, val, workdir)
+        train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn)
       )
   return results, per_seed, preds, traces
 
