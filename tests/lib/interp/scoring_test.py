@@ -10,7 +10,7 @@ from lib.interp import scoring
 from lib.interp import tasks
 
 
-def test_teacher_forced_exact_match_is_greedy_level_iv():
+def test_teacher_forced_exact_match_is_greedy_level_iv(fast_compile):
   """Gold = the model's own greedy continuation: exact match 1; one token
   changed: 0 for that problem (the induction `exact_match` relies on)."""
   digits = 3
