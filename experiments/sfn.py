@@ -25,8 +25,8 @@ tiny-model protocol of the spec (extended_papers.md section 8):
 Every model is a stack of `config.seeds` independently initialised runs,
 trained by `lib.train.run_sweep` (resumable): A in one sweep, B and every
 Freeze run in a second (runs x seeds, one compiled program); claims are
-reported with t intervals over seeds. Whether o_proj matters most in a tiny model is an
-outcome, not an assumption: the claims report yes or no.
+reported with t intervals over seeds. Whether o_proj matters most in a tiny
+model is an outcome, not an assumption: the claims report yes or no.
 
 Run: python -m experiments.sfn --config configs/sfn.py:quick --workdir runs/sfn
 """
@@ -145,12 +145,11 @@ class Tools:
 
 
 def train_phase(config, tools, phase: str, workdir, start=None, masks=None):
-  """Trains a stack of runs as one `lib.train.run_sweep`; returns params.
+  """Trains runs x seeds as one `lib.train.run_sweep`: {run: params [S, ...]}.
 
-  pretrain (start None): one fresh model A per seed, params [S, ...].
-  finetune: every run of `masks` (name -> bool tree of the parameters it
-  trains, `interp.freeze_where`) starts from each seed's A, on the same
-  batches; returns {name: params [S, ...]}.
+  pretrain (start None): run "A", a fresh model per seed. finetune: every
+  run of `masks` (name -> bool tree of the parameters it trains,
+  `interp.freeze_where`) starts from each seed's A, on the same batches.
   """
   c, seeds, llama = config[phase], config.seeds, tools.llama
   kind = "direct" if phase == "pretrain" else "scratch"
@@ -209,7 +208,7 @@ def train_phase(config, tools, phase: str, workdir, start=None, masks=None):
     data=pools,
     batch_fn=batch_fn,
     name=f"sfn/{os.path.basename(workdir)}",
-    freeze_diverged=False,  # bitwise as before (the old program)
+    freeze_diverged=False,  # a diverged run's NaN ppl clears `finite`
   )
   per_run = lambda x: np.asarray(x).reshape((len(runs), seeds) + x.shape[1:])
   params = jax.tree.map(per_run, result.state.params)
