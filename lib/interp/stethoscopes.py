@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from operator import itemgetter
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +35,7 @@ import numpy as np
 import optax
 
 from lib.core import errors
+from lib.core import stats
 
 # Module name -> regular expression searched in the leaf's path
 # ("block_0/o_proj/kernel"). The default set covers Llama/Qwen/Mistral names,
@@ -220,6 +222,28 @@ def freeze(
   )
 
 
+def freeze_where(
+  tx: optax.GradientTransformation, mask
+) -> optax.GradientTransformation:
+  """`tx` with its updates zeroed (parameters bit-identical) where not `mask`.
+
+  The Freeze stethoscope for a stack of runs that train different modules:
+  `mask` is a tree of bools like the parameters and may be traced (indexed
+  by a vmapped run's setting), and `tx`'s state exists for every leaf, so
+  runs with different trainable modules share one state shape and one
+  vmapped program. For a per-leaf `tx` (Adam, AdamW, SGD: no global-norm
+  clipping) the trained leaves move exactly as under `freeze`, whose state
+  covers only them; `freeze` is the right tool for one run.
+  """
+
+  def update(updates, state, params=None):
+    updates, state = tx.update(updates, state, params)
+    zero = lambda m, u: jnp.where(m, u, jnp.zeros_like(u))
+    return jax.tree.map(zero, mask, updates), state
+
+  return optax.GradientTransformation(tx.init, update)
+
+
 def destroy(
   params,
   modules: Iterable[str],
@@ -241,8 +265,9 @@ def destroy(
   )
   mask = select(params, modules, layers=layers, patterns=patterns)
   if mode == "zero":
+    # np.zeros: no device program per leaf shape (works on tracers too).
     return jax.tree.map(
-      lambda m, x: jnp.zeros_like(x) if m else x, mask, params
+      lambda m, x: np.zeros(np.shape(x), x.dtype) if m else x, mask, params
     )
   errors.check(key is not None, errors.ConfigError, "mode='noise' needs a key")
   leaves, treedef = jax.tree.flatten(params)
@@ -356,3 +381,44 @@ def bimodality_coefficient(x) -> float:
   g1 = g * np.sqrt(n * (n - 1)) / (n - 2)
   g2 = ((n + 1) * kurt + 6) * (n - 1) / ((n - 2) * (n - 3))
   return float((g1**2 + 1) / (g2 + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
+
+
+def delta_report(a, b, modules: Sequence[str], focus: str = "o") -> dict:
+  """Delta over independent seeds: a and b stack S runs on their leading axis.
+
+  Per module: seed bands (`stats.band`) of the relative change
+  |w(B) - w(A)| / |w(A)| and of |w(B) - w(A)| over all layers, of the
+  bimodality coefficient of the relative-change histogram, and the seed
+  mean per layer; for `focus` (the paper's o_proj): its relative change minus
+  the largest other module's, its rank per seed (1 = largest), and its
+  bimodality coefficient minus a uniform histogram's 5/9.
+  """
+  a, b = jax.tree.map(np.asarray, a), jax.tree.map(np.asarray, b)
+  seeds = jax.tree.leaves(a)[0].shape[0]
+  norms, bcs = [], []
+  for s in range(seeds):
+    pa, pb = (jax.tree.map(itemgetter(s), t) for t in (a, b))
+    norms.append(delta_norms(pa, pb))
+    bcs.append(
+      [bimodality_coefficient(relative_changes(pa, pb, m)) for m in modules]
+    )
+  total = lambda key: np.array(
+    [[n["_total"][m][key] for m in modules] for n in norms]
+  )
+  rel, bcs, i = total("relative"), np.array(bcs), list(modules).index(focus)
+  out = {"relative": {}, "delta": {}, "bimodality": {}, "per_layer": {}}
+  for j, m in enumerate(modules):
+    out["relative"][m] = stats.band(rel[:, j])
+    out["delta"][m] = stats.band(total("delta")[:, j])
+    out["bimodality"][m] = stats.band(bcs[:, j])
+    out["per_layer"][m] = {
+      k: np.mean([n[m][k] for n in norms], 0).tolist()
+      for k in ("delta", "relative")
+    }
+  others = np.delete(rel, i, axis=1)
+  out[f"{focus}_minus_max_other_relative"] = stats.band(
+    rel[:, i] - others.max(1)
+  )
+  out[f"{focus}_rank_relative"] = [int(1 + np.sum(r > r[i])) for r in rel]
+  out[f"{focus}_bimodality_minus_uniform"] = stats.band(bcs[:, i] - 5.0 / 9.0)
+  return out

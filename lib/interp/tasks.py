@@ -246,3 +246,34 @@ def grade(continuations, operands, digits: int):
   levels = np.asarray([o[0] for o in out], np.int32)
   lengths = np.asarray([o[1] for o in out], np.int32)
   return levels, lengths
+
+
+def protocol_data(
+  digits: int,
+  seed: int,
+  *,
+  grammar_train: int,
+  grammar_val: int,
+  addition_train: int,
+  test_problems: int,
+) -> dict:
+  """The tiny-model protocol's host pools, (tokens, mask) pairs and operands.
+
+  "grammar" (training sentences) and "val" (held out: fluency); "direct" and
+  "scratch": the same `addition_train` operand pairs answered directly (model
+  A's task) or with the scratchpad (B's); "test": `test_problems` held-out
+  problems with the scratchpad (the level-IV target), their "test_prompts"
+  and "test_operands". Pools use the streams seed, seed + 1, ... + 3.
+  """
+  seq_len = sequence_length(digits) - 1
+  ops = addition_operands(addition_train, digits, seed + 2)
+  test_ops = addition_operands(test_problems, digits, seed + 3)
+  return {
+    "test": addition_examples(test_ops, digits, seq_len, scratchpad=True),
+    "grammar": grammar_sentences(grammar_train, seq_len, seed),
+    "direct": addition_examples(ops, digits, seq_len, scratchpad=False),
+    "scratch": addition_examples(ops, digits, seq_len, scratchpad=True),
+    "val": grammar_sentences(grammar_val, seq_len, seed + 1),
+    "test_prompts": prompts(test_ops, digits),
+    "test_operands": test_ops,
+  }

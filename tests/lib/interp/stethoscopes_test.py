@@ -299,3 +299,73 @@ def test_bad_input_one_line_errors():
     interp.destroy(a, ("o",), mode="scramble")
   with pytest.raises(errors.ConfigError, match="seq_len"):
     tasks.addition_examples(np.array([[1, 2]]), 3, 10, scratchpad=True)
+
+
+def test_freeze_where_is_adam_on_the_trained_leaves_of_each_vmapped_run():
+  """Runs with different trained modules share one vmapped program: a trained
+  leaf takes Adam's first step -lr g / (|g| + eps) (bias-corrected moments of
+  one gradient), a frozen leaf keeps its bits."""
+  r = np.random.default_rng(0)
+  p = {
+    f"block_0/{m}_proj": {"kernel": r.normal(size=(3, 4)).astype(np.float32)}
+    for m in ("q", "o")
+  }
+  g = jax.tree.map(lambda x: 2 * x, p)  # the gradient of sum(x^2)
+  masks = [interp.select(p, ("o",)), interp.select(p, ("q", "o"))]
+  table = jax.tree.map(lambda *m: jnp.array(m), *masks)
+  lr, eps = 0.1, 1e-8
+  tx = optax.adam(lr, eps=eps)
+
+  def one_step(run):
+    t = interp.freeze_where(tx, jax.tree.map(lambda m: m[run], table))
+    u, _ = t.update(g, t.init(p), p)
+    return optax.apply_updates(p, u)
+
+  new = jax.jit(jax.vmap(one_step))(jnp.arange(2))
+  step = jax.tree.map(lambda x: -lr * x / (np.abs(x) + eps), g)
+  for run, mask in enumerate(masks):
+    for name, m in mask.items():
+      got = new[name]["kernel"][run]
+      if m["kernel"]:
+        want = p[name]["kernel"] + step[name]["kernel"]
+        np.testing.assert_allclose(got, want, atol=2e-6, err_msg=name)
+      else:
+        np.testing.assert_array_equal(got, p[name]["kernel"], err_msg=name)
+
+
+def test_delta_report_finds_a_planted_bimodal_o_change_over_seeds():
+  """Per seed, o changes by exactly +-10 % (relative change 0.1, two modes:
+  Sarle's coefficient near 1) and every other linear by 1 % noise (about
+  0.01, one normal mode: 1/3)."""
+  r = np.random.default_rng(1)
+  modules = ("q", "k", "v", "o", "gate", "up", "down")
+  a = {  # two seeds (leading axis) of a two-layer model
+    f"block_{i}": {
+      f"{m}_proj": {"kernel": r.normal(size=(2, 32, 32))} for m in modules
+    }
+    for i in range(2)
+  }
+  a["final_norm"] = {"scale": np.ones((2, 32))}
+
+  def change(path, x):
+    name = interp.path_name(path)
+    if interp.module_of(name) == "o":
+      return x * (1 + 0.1 * r.choice([-1.0, 1.0], size=x.shape))
+    if interp.module_of(name) == "norm":
+      return x
+    return x * (1 + 0.01 * r.normal(size=x.shape))
+
+  b = jax.tree_util.tree_map_with_path(change, a)
+  d = interp.delta_report(a, b, modules, focus="o")
+  np.testing.assert_allclose(d["relative"]["o"]["seeds"], [0.1, 0.1])
+  np.testing.assert_allclose(d["relative"]["q"]["seeds"], [0.01] * 2, rtol=0.1)
+  np.testing.assert_allclose(
+    d["o_minus_max_other_relative"]["mean"], 0.09, atol=0.002
+  )
+  assert d["o_rank_relative"] == [1, 1]
+  np.testing.assert_allclose(d["bimodality"]["o"]["seeds"], [1, 1], atol=0.02)
+  np.testing.assert_allclose(d["bimodality"]["up"]["mean"], 1 / 3, atol=0.03)
+  np.testing.assert_allclose(
+    d["o_bimodality_minus_uniform"]["mean"], 1 - 5 / 9, atol=0.02
+  )
+  assert len(d["per_layer"]["o"]["relative"]) == 2
