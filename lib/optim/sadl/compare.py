@@ -441,7 +441,7 @@ def paired(ours, theirs, *, level: float = 0.95) -> dict:
   }
 
 
-def best_of(rows: dict, names, key: str, *, higher_is_better: bool):
+def _best_of(rows: dict, names, key: str, *, higher_is_better: bool):
   """Name of the best of `names` in `rows` by `key` (diverged counts worst)."""
   present = [n for n in names if n in rows]
   if not present:
@@ -497,7 +497,7 @@ def summarize_quadratic(quad: dict, dims) -> dict:
       quad[k][UNCOMPRESSED]["diverged"] for k in keys
     )
   best = {
-    k: best_of(
+    k: _best_of(
       quad[k], COMPRESSED_BASELINES, "loss_ratio", higher_is_better=False
     )
     for k in keys
