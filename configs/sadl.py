@@ -14,8 +14,8 @@ Variants: (default) longer sweeps (T = 2000 quadratic rounds, 1000 MLP
 
 Every method gets the same tuning budget: `lrs` holds the same number of
 server learning rates for each (SADL's eps = 1e-8 ablation uses SADL's), all
-tried (x `seeds`) in one vmapped run per method; the lr is chosen by final
-train loss. A round is a training step: `<part>.train.num_steps` is the
+tried (x `seeds`) in one vmapped sweep per quadratic d and one for the MLP
+(every method in each); the lr is chosen by final train loss. A round is a training step: `<part>.train.num_steps` is the
 number of rounds, and `<part>.train.seed` seeds the rounds (sketches R_t,
 mini-batches); `seed` fixes the data split, client targets and initial
 parameters. The sweep makes quick cost ~2.4x the CPU time of the former

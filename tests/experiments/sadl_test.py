@@ -19,6 +19,7 @@ from experiments.claims import report
 from experiments.claims import sadl as sadl_claims
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from lib.optim.sadl import compare
 from tests import helpers
 
 REPO_ROOT = os.path.dirname(
@@ -49,18 +50,18 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
   assert on_disk["devices"] == 8 and on_disk["processes"] == 1
   assert os.path.exists(tmp_path / "sadl.png")
 
-  # One sub-workdir per method; rows: (log steps) x (lrs x seeds) runs.
+  # One sub-workdir per sweep (each d, the MLP); a member is one lr rank and
+  # one seed of every method: rows are (log steps) x (lrs x seeds) members.
   rows = train_lib.read_jsonl(str(tmp_path))
   q, m = config.quadratic, config.mlp
   q_logs = q.train.num_steps // q.train.log_every
   m_logs = m.train.num_steps // m.train.log_every
   assert len(rows) == (
-    len(q.dims) * len(q.methods) * q_logs * 3 * q.seeds
-    + len(m.methods) * m_logs * 3 * m.seeds
+    len(q.dims) * q_logs * 3 * q.seeds + m_logs * 3 * m.seeds
   )
-  assert (tmp_path / "mlp" / "sadl_10x" / "ckpt").is_dir()
-  assert {r["run"] for r in rows if r["run"].startswith("mlp/sadl_10x/")} == {
-    f"mlp/sadl_10x/lr{lr:g}/seed{s}" for lr in m.lrs.sadl for s in range(2)
+  assert (tmp_path / "mlp" / "ckpt").is_dir()
+  assert {r["run"] for r in rows if r["run"].startswith("mlp/")} == {
+    f"mlp/lr_index{i}/seed{s}" for i in range(3) for s in range(2)
   }
 
   quad = results["quadratic"]["d256"]
@@ -78,11 +79,12 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
     assert len(row["sweep"]) == 3 and len(row["per_seed"]["test_acc"]) == 2
     # The chosen lr has the lowest mean final *train* loss over seeds,
     # recomputed from the metrics rows.
+    lrs = m.lrs[compare.lr_key(tag.removesuffix("_10x"))]
     final = {}
     for r in rows:
-      if r["run"].startswith(f"mlp/{tag}/") and r["step"] == 6:
-        lr = float(r["run"].split("/")[2][2:])
-        final.setdefault(lr, []).append(float(r["train_loss"]))
+      if r["run"].startswith("mlp/") and r["step"] == 6:
+        lr = lrs[int(r["run"].split("/")[1][len("lr_index") :])]
+        final.setdefault(lr, []).append(float(r[f"{tag}/train_loss"]))
     assert row["lr"] == pytest.approx(
       min(final, key=lambda k: np.mean(final[k]))
     )
@@ -119,8 +121,16 @@ def _adam_oracle(config, d, lr):
   """L_T/L_0 of optax.adam on the exact gradient of the mean client loss."""
   q = config.quadratic
   lam = np.arange(1, d + 1, dtype=np.float64) ** -q.exponent
-  problem = sadl_exp.quadratic_problem(config, d)
-  target = problem["data"].astype(np.float64).mean(0)  # the clients' mean
+  problem = compare.quadratic_problem(
+    d,
+    num_clients=config.num_clients,
+    exponent=q.exponent,
+    target_spread=q.target_spread,
+    seed=config.seed,
+  )
+  target = (
+    problem.data["clients"].astype(np.float64).mean(0)
+  )  # the clients' mean
   tx = optax.adam(lr, b1=q.b1, b2=q.b2, eps=q.eps)
   x = np.zeros(d)
   state = tx.init(x)

@@ -15,9 +15,12 @@ One concern a module, as optax splits its transforms:
 - `rounds`: the round runtime: `make_round_fn` (shard_map over `clients`, or
   the single-device reference), the client mesh, `shard_clients` and the
   input checks. A round is a step of `lib.train.train`.
+- `compare`: the paper's comparison (methods by name, spec E.B's quadratic,
+  one sweep member running every method, the lr choice, paired summaries),
+  used as `sadl.compare.<name>`, not re-exported.
 
 `from lib.optim import sadl` then `sadl.sadl(...)`, `sadl.make_round_fn(...)`:
-every public name of the four modules is re-exported here.
+every public name of the first four modules is re-exported here.
 
 References:
   Chen, Li, Banerjee. "Sketched Adaptive Distributed Deep Learning: A Sharp
@@ -25,6 +28,7 @@ References:
   Rothchild et al. "FetchSGD", ICML 2020 (Alg. 1).
 """
 
+from lib.optim.sadl import compare
 from lib.optim.sadl.baselines import FetchSGDState
 from lib.optim.sadl.baselines import distributed_adam
 from lib.optim.sadl.baselines import fetchsgd
