@@ -110,6 +110,17 @@ class History(list):
     return steps, table
 
 
+def _progress_loss(stacked: dict) -> dict:
+  """{"loss": last value} for the progress line: the `loss` metric, else the
+  metrics named "<part>/loss" (a sweep of several methods) side by side."""
+  if "loss" in stacked:
+    return {"loss": np.asarray(stacked["loss"])[-1]}
+  parts = [np.asarray(v)[-1] for k, v in stacked.items() if k.endswith("/loss")]
+  if not parts:
+    return {}
+  return {"loss": np.concatenate([np.reshape(p, -1) for p in parts])}
+
+
 def _signals_deferred(fn):
   """Runs `fn` as a `preemption.deferred()` region: SIGTERM stops it at a chunk."""
 
@@ -257,8 +268,7 @@ def train(
       due = config.eval_every and step % config.eval_every == 0
       evals = evaluate(carry[1]) if (last or due) else {}
       rows = _rows(step, stacked, evals, runs, name)
-      loss = {k: np.asarray(v)[-1] for k, v in stacked.items() if k == "loss"}
-      rate = progress.update(step, loss)
+      rate = progress.update(step, _progress_loss(stacked))
       for row in rows:
         history.append(writer.write(step, {**row, "steps_per_sec": rate}))
       stop = _stop_agreed()
