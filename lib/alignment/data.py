@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from lib.core import errors
+from lib.core import rng
 
 
 def cluster_geometry(key, num_clusters: int, dim: int, mean_scale: float = 3.0):
@@ -121,6 +122,48 @@ def value_pairs(
   }
 
 
+def value_model(
+  key, num_values: int, dim: int, per_value: int, *, offset: float, noise
+):
+  """One draw of the paper's data model: (train, test) pairs of K values.
+
+  train: `value_pairs` (Q pairs of each sign per value) around the
+  orthonormal c_k and the offset b of `value_directions`; test: the 2K
+  cluster means +-c_k + b themselves (`value_pairs` at noise 0), whose
+  accuracy `dpo.population_accuracy` gives exactly (the paper's test error
+  as an expectation). Named streams of `key`: "values" (the geometry) and
+  "train" (the pairs).
+  """
+  k_train = rng.stream(key, "train")
+  c, b = value_directions(rng.stream(key, "values"), num_values, dim, offset)
+  train = value_pairs(k_train, c, b, per_value, noise)
+  return train, value_pairs(k_train, c, b, 1, 0.0)
+
+
+def shared_token_model(
+  key,
+  num_clusters: int,
+  dim: int,
+  per_cluster: int,
+  test_per_cluster: int,
+  *,
+  mean_scale: float,
+  noise: float,
+):
+  """One draw of the shared-token clusters: (train, test) sampled pairs.
+
+  `cluster_geometry` then `sample_pairs` for train (per_cluster a cluster)
+  and test (test_per_cluster a cluster) on the same clusters. Named streams
+  of `key`: "values", "train", "test".
+  """
+  k_geo, k_train, k_test = (
+    rng.stream(key, n) for n in ("values", "train", "test")
+  )
+  mu, nu = cluster_geometry(k_geo, num_clusters, dim, mean_scale)
+  train = sample_pairs(k_train, mu, nu, per_cluster, noise)
+  return train, sample_pairs(k_test, mu, nu, test_per_cluster, noise)
+
+
 def first_q_mask(num_clusters: int, per_cluster_max: int, q):
   """Mask [K * Q_max] keeping the first q samples of every cluster block."""
   pos = jnp.arange(per_cluster_max)
@@ -175,3 +218,30 @@ def concept_sequences(
   pure = jax.random.bernoulli(k_pure, purity, (n, length - 1))
   fill = jnp.where(pure, mine, anyf)
   return jnp.concatenate([concepts[:, None], fill], axis=1).astype(jnp.int32)
+
+
+def concept_pairs(
+  key,
+  embed,
+  world,
+  num_concepts: int,
+  per_concept: int,
+  length: int,
+  filler_vocab: int,
+  purity: float,
+):
+  """`sample_pairs`' layout with g read off a language model (the Llama mode).
+
+  Cluster k is concept k: per_concept sequences of each concept with a
+  random +-1 stance (`concept_sequences`), g = embed(tokens) [N, d] (e.g. an
+  LM's final hidden state at the last token), the preferred token the stance
+  (0 for +1, 1 for -1; one shared Yes/No pair), rows concept-major.
+  """
+  k_b, k_t = jax.random.split(key)
+  b = jax.random.rademacher(k_b, (num_concepts, per_concept)).reshape(-1)
+  concepts = jnp.repeat(jnp.arange(num_concepts), per_concept)
+  tokens = concept_sequences(
+    k_t, world, concepts, b, length, filler_vocab, purity
+  )
+  y_w = jnp.where(b > 0, 0, 1).astype(jnp.int32)
+  return {"g": embed(tokens), "y_w": y_w, "y_l": 1 - y_w, "cluster": concepts}

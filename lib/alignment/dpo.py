@@ -139,6 +139,19 @@ def value_block_margins(w, w_ref, g, sign, beta):
   return beta * sign * jnp.einsum("kmd,kd->km", g, delta)
 
 
+def value_block_loss(w, w_ref, g, sign, beta, kind: str = "dpo", mask=None):
+  """Mean preference loss of the paper's layout by `value_block_margins`.
+
+  g [K*M, d] and sign [K*M] value-major (`data.value_pairs`), W [2K, d]:
+  value k owns rows k*M .. k*M + M - 1 and tokens (2k, 2k+1). The same
+  number as `loss` on the flattened pairs, without its gathers.
+  """
+  num_values = w.shape[0] // 2
+  g = g.reshape(num_values, -1, g.shape[-1])
+  r = value_block_margins(w, w_ref, g, sign.reshape(num_values, -1), beta)
+  return mean_loss(r.reshape(-1), beta, kind, mask)
+
+
 def mean_loss(r, beta, kind: str = "dpo", mask=None):
   """Mean preference loss of margins r (mask: weights, e.g. padding 0/1)."""
   per = preference_loss(r / beta, beta, kind)

@@ -1,10 +1,9 @@
-"""dpo_diversity: smoke run, the Q* interpolation and fits, config errors."""
+"""dpo_diversity: smoke runs, claim keys, config errors (the Q* and fit
+oracles: tests/lib/alignment/scaling_test.py)."""
 
 import json
-import math
 import os
 
-import numpy as np
 import pytest
 
 from configs import dpo_diversity as config_lib
@@ -50,27 +49,6 @@ def test_paper_model_is_the_default_and_time_grows_with_k():
   assert ex.vocab_size(shared, 32) == 2
   assert ex.steps(paper, 32) == 32 * ex.steps(paper, 1)
   assert ex.steps(shared, 32) == ex.steps(shared, 1)
-
-
-def test_q_star_interpolates_on_log_q():
-  q = [1, 2, 4, 8]
-  assert ex.q_star(q, [0.5, 0.6, 0.8, 0.9], 0.5) == 1.0
-  # Halfway in accuracy between Q = 2 (0.6) and Q = 4 (0.8): sqrt(2 * 4).
-  np.testing.assert_allclose(
-    ex.q_star(q, [0.5, 0.6, 0.8, 0.9], 0.7), math.sqrt(8)
-  )
-  assert math.isnan(ex.q_star(q, [0.5, 0.6, 0.7, 0.72], 0.75))
-
-
-def test_fit_law_recovers_exact_laws():
-  ks = np.array([1, 2, 4, 8, 16])
-  log_law = ex.fit_law(ks, 3.0 + 2.0 * np.log(ks))
-  np.testing.assert_allclose([log_law["a"], log_law["b"]], [3.0, 2.0])
-  assert log_law["sse_lin"] - log_law["sse_log"] > 0
-  lin_law = ex.fit_law(ks, 1.0 + 0.5 * ks)
-  np.testing.assert_allclose([lin_law["a_lin"], lin_law["b_lin"]], [1.0, 0.5])
-  assert lin_law["sse_lin"] - lin_law["sse_log"] < 0
-  assert math.isnan(ex.fit_law(ks, [1.0, np.nan, np.nan, np.nan, 2.0])["b"])
 
 
 @pytest.mark.parametrize(
