@@ -38,8 +38,7 @@ from lib.train.sweep import eval_table
 
 MLE_METHODS = ("ecme", "qng", "gd", "adam")
 VI_METHODS = ("qng", "blr_gauss", "bbvi")
-# (part, method) -> (config key of its step-size grid, member name prefix)
-_GRIDS = {
+_GRIDS = {  # (part, method) -> (config key of the grid, member name prefix)
   ("mle", "qng"): ("qng_betas", "beta"),
   ("mle", "gd"): ("gd_lrs", "lr"),
   ("mle", "adam"): ("adam_lrs", "lr"),
@@ -69,8 +68,9 @@ def _check_grid(values, key, *, upper=None) -> None:
 def check_config(config) -> None:
   """One-line ConfigError naming the key of the first bad option."""
   m, v = config.mle, config.vi
-  checks.names(m.methods, MLE_METHODS, "config.mle.methods")
-  checks.names(v.methods, VI_METHODS, "config.vi.methods")
+  for part, known in (("mle", MLE_METHODS), ("vi", VI_METHODS)):
+    if config[part].methods:  # () leaves the part out, as before
+      checks.names(config[part].methods, known, f"config.{part}.methods")
   # Every grid, used by the methods chosen or not: a typo fails either way.
   for (part, _), (key, _) in _GRIDS.items():
     upper = 1.0 if key == "blr_rhos" else None

@@ -49,7 +49,6 @@ from lib.optim.qblr.mle import mle_method
 from lib.optim.qblr.mle import reference_mle
 from lib.optim.qblr.mle import step_run
 from lib.optim.qblr.mle import student_t_draws
-from lib.optim.qblr.mle import track
 from lib.optim.qblr.mle import xi_from_log
 from lib.optim.qblr.normal_gamma import fisher
 from lib.optim.qblr.normal_gamma import horizontal_project

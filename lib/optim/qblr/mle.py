@@ -113,7 +113,7 @@ class Tracked(NamedTuple):
   last_bad: Array  # int32: last iterate t with |l_t - l*| >= tol; -1: none
 
 
-def track(params, opt_state, ll, t, l_star, tol, last_bad=-1) -> Tracked:
+def _track(params, opt_state, ll, t, l_star, tol, last_bad=-1) -> Tracked:
   """The run after iterate t, whose mean log-likelihood is `ll`."""
   bad = ~(jnp.abs(ll - l_star) < tol)  # NaN counts as bad
   return Tracked(
@@ -192,12 +192,12 @@ def init_run(method: MLEMethod, x, xi0, h, *, l_star, tol) -> Tracked:
   """A run of `method` from xi0 (setting h), its iterate 0 recorded."""
   params = method.to_params(xi0)
   ll = mean_loglik(x, method.to_xi(params))
-  return track(params, method.init_opt(h, params), ll, 0, l_star, tol)
+  return _track(params, method.init_opt(h, params), ll, 0, l_star, tol)
 
 
 def step_run(method: MLEMethod, run: Tracked, x, t, h, *, l_star, tol):
   """Iterate t -> t + 1 of a run: (run, {"loss": -l, "gap": |l - l*|})."""
   params, opt_state = method.step(run.params, run.opt_state, x, h)
   ll = mean_loglik(x, method.to_xi(params))
-  run = track(params, opt_state, ll, t + 1, l_star, tol, run.last_bad)
+  run = _track(params, opt_state, ll, t + 1, l_star, tol, run.last_bad)
   return run, {"loss": -ll, "gap": jnp.abs(ll - l_star)}
