@@ -1,24 +1,15 @@
 """Quotient natural gradient (QBLR) on Student-t MLE and Student-t VI.
 
-(i) Student-t MLE on N draws from t_3(1, 2^2): QNG on the Normal-Gamma lift
-(constant beta; beta >= 0.5 only runs thanks to the domain guard), Euclidean GD
-and Adam on (mu, log sigma^2, log nu), and ECME. Records iterations to a 1e-8
-gap in the mean log-likelihood and plots the convergence.
-(ii) Mean-field Student-t variational Bayesian logistic regression on
-scikit-learn's bundled breast-cancer data: QNG (Normal-Gamma lift per weight,
-one MC sample per step) vs the Gaussian BLR (diagonal variational online
-Newton) vs BBVI (reparameterised, sticking-the-landing, Adam), posterior-mean
-test accuracy over stratified 80/20 splits. Each method gets the same budget,
-a 3-point step-size grid chosen on the final training ELBO; QNG is compared
-with every baseline by paired per-split differences with a t interval.
-
-Every method is one `lib.train.train` call in its own sub-workdir (mle/<m>,
-vi/<m>) whose state is the vmapped stack of its runs (betas or learning rates;
-(step size, split) pairs), so each part checkpoints and resumes bitwise.
-Divergence of a sweep member is an outcome, not an error: it is tracked in the
-state and reported. Iterations to the 1e-8 gap are tracked on device too: the
-state keeps the last iterate whose gap was >= tol, so the count is exact at
-any `log_every` (which then only sets the resolution of the figure).
+(i) Student-t MLE on N draws from t_3(1, 2^2): iterations to a 1e-8 gap in the
+mean log-likelihood of QNG on the Normal-Gamma lift (constant beta; beta >= 0.5
+only runs thanks to the domain guard), GD and Adam on (mu, log sigma^2, log nu)
+and ECME. (ii) Mean-field Student-t variational Bayesian logistic regression on
+the bundled breast-cancer data: posterior-mean test accuracy of QNG (one MC
+sample per step) vs the Gaussian BLR (diagonal VON) vs BBVI (STL, Adam) over
+stratified 80/20 splits, each with a 3-point step-size grid chosen on the final
+training ELBO; QNG is compared with every baseline by paired per-split t
+intervals. Each method (`lib.optim.qblr.mle_method`, `vi_method`) is one
+`lib.train.run_sweep` over its grid (x splits for VI) in mle/<m> or vi/<m>.
 
 Run: python -m experiments.qblr --config configs/qblr.py:quick --workdir runs/qblr
 
@@ -28,303 +19,125 @@ NeurIPS 2025; Khan & Rue, "The Bayesian Learning Rule", JMLR 2023.
 
 import math
 import os
-from collections.abc import Callable
-from typing import Any
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from absl import logging
 
+from experiments import _checks as checks
 from experiments import _cli
+from lib import data as data_lib
 from lib import train as train_lib
 from lib.core import rng
 from lib.core import stats as stats_lib
 from lib.core.errors import ConfigError
 from lib.core.errors import check
 from lib.optim import qblr
+from lib.train.sweep import eval_table
 
 MLE_METHODS = ("ecme", "qng", "gd", "adam")
 VI_METHODS = ("qng", "blr_gauss", "bbvi")
-_VI_COLORS = {"qng": "C0", "blr_gauss": "C1", "bbvi": "C2"}
-_VI_LABELS = {
-  "qng": "QNG (Normal-Gamma lift)",
-  "blr_gauss": "Gaussian BLR (VON)",
-  "bbvi": "BBVI (STL, Adam)",
+_GRIDS = {  # (part, method) -> (config key of the grid, member name prefix)
+  ("mle", "qng"): ("qng_betas", "beta"),
+  ("mle", "gd"): ("gd_lrs", "lr"),
+  ("mle", "adam"): ("adam_lrs", "lr"),
+  ("vi", "qng"): ("qng_lrs", "lr"),
+  ("vi", "blr_gauss"): ("blr_rhos", "rho"),
+  ("vi", "bbvi"): ("bbvi_lrs", "lr"),
+}
+_VI_STYLE = {  # (color, label)
+  "qng": ("C0", "QNG (Normal-Gamma lift)"),
+  "blr_gauss": ("C1", "Gaussian BLR (VON)"),
+  "bbvi": ("C2", "BBVI (STL, Adam)"),
 }
 
 
-# -----------------------------------------------------------------------------
-# Config validation: every method name and option, before any data work.
-# -----------------------------------------------------------------------------
-
-
 def _check_grid(values, key, *, upper=None) -> None:
+  """A non-empty grid of distinct step sizes in (0, upper]."""
   values = tuple(values)
   check(len(values) > 0, ConfigError, f"{key} is empty")
   for v in values:
     ok = isinstance(v, int | float) and v > 0 and (upper is None or v <= upper)
     bound = f"in (0, {upper}]" if upper is not None else "> 0"
     check(ok, ConfigError, f"{key} holds {v!r}: every value must be {bound}")
-  check(
-    len({f"{v:g}" for v in values}) == len(values),
-    ConfigError,
-    f"{key}={values} repeats a value",
-  )
-
-
-def _check_positive(section, keys, where) -> None:
-  for key in keys:
-    value = section[key]
-    check(
-      isinstance(value, int | float) and value > 0,
-      ConfigError,
-      f"{where}.{key}={value!r} must be > 0",
-    )
+  unique = len({f"{v:g}" for v in values}) == len(values)
+  check(unique, ConfigError, f"{key}={values} repeats a value")
 
 
 def check_config(config) -> None:
   """One-line ConfigError naming the key of the first bad option."""
   m, v = config.mle, config.vi
-  for key, methods, known in (
-    ("config.mle.methods", m.methods, MLE_METHODS),
-    ("config.vi.methods", v.methods, VI_METHODS),
-  ):
-    for method in methods:
-      train_lib.check_one_of(method, known, key)
-    check(
-      len(set(methods)) == len(methods),
-      ConfigError,
-      f"{key}={tuple(methods)} repeats a method",
-    )
+  for part, known in (("mle", MLE_METHODS), ("vi", VI_METHODS)):
+    if config[part].methods:  # () leaves the part out, as before
+      checks.names(config[part].methods, known, f"config.{part}.methods")
   # Every grid, used by the methods chosen or not: a typo fails either way.
-  for key in ("qng_betas", "gd_lrs", "adam_lrs"):
-    _check_grid(m[key], f"config.mle.{key}")
-  for key, upper in (("qng_lrs", None), ("bbvi_lrs", None), ("blr_rhos", 1.0)):
-    _check_grid(v[key], f"config.vi.{key}", upper=upper)
-  _check_positive(m, ("true_sigma2", "true_nu", "kappa0", "tol"), "config.mle")
-  _check_positive(
-    v,
-    ("prior_precision", "sigma2_0", "nu0", "kappa0", "rdog_eps"),
-    "config.vi",
-  )
+  for (part, _), (key, _) in _GRIDS.items():
+    upper = 1.0 if key == "blr_rhos" else None
+    _check_grid(config[part][key], f"config.{part}.{key}", upper=upper)
+  for key in ("true_sigma2", "true_nu", "kappa0", "tol"):
+    checks.number(m[key], f"config.mle.{key}", above=0)
+  for key in ("prior_precision", "sigma2_0", "nu0", "kappa0", "rdog_eps"):
+    checks.number(v[key], f"config.vi.{key}", above=0)
+  for key in ("n", "reference_em_steps", "reference_newton_steps"):
+    checks.integer(m[key], f"config.mle.{key}")
+  for key in ("num_splits", "num_samples", "elbo_samples", "eval_samples"):
+    checks.integer(v[key], f"config.vi.{key}")
+  for part in ("mle", "vi"):
+    checks.integer(config[part].max_halvings, f"config.{part}.max_halvings", 0)
   xi0 = tuple(m.xi0)
-  check(
-    len(xi0) == 3 and xi0[1] > 0 and xi0[2] > 0,
-    ConfigError,
-    f"config.mle.xi0={xi0} must be (mu, sigma2 > 0, nu > 0)",
-  )
-  for where, section, keys in (
-    ("config.mle", m, ("n", "reference_em_steps", "reference_newton_steps")),
-    ("config.vi", v, ("num_splits", "num_samples", "elbo_samples")),
-    ("config.vi", v, ("eval_samples",)),
-  ):
-    for key in keys:
-      value = section[key]
-      check(
-        isinstance(value, int) and value >= 1,
-        ConfigError,
-        f"{where}.{key}={value!r} must be an integer >= 1",
-      )
-  for where, section in (("config.mle", m), ("config.vi", v)):
-    check(
-      section.max_halvings >= 0,
-      ConfigError,
-      f"{where}.max_halvings={section.max_halvings} must be >= 0",
-    )
+  ok = len(xi0) == 3 and xi0[1] > 0 and xi0[2] > 0
+  message = f"config.mle.xi0={xi0} must be (mu, sigma2 > 0, nu > 0)"
+  check(ok, ConfigError, message)
   for key in ("test_fraction", "elbo_ema", "interval_level"):
-    check(
-      0 < v[key] < 1,
-      ConfigError,
-      f"config.vi.{key}={v[key]!r} must be in (0, 1)",
-    )
+    checks.fraction(v[key], f"config.vi.{key}")
 
 
-# -----------------------------------------------------------------------------
-# A vmapped stack of runs through lib.train.train.
-# -----------------------------------------------------------------------------
-
-
-def _train_stack(
-  init_one, step_one, settings, names, *, workdir, config, data, name
-):
-  """Trains R runs, one per entry of `settings` ([R] arrays), as one state.
-
-  init_one(setting) -> run state; step_one(run, data_r, key, step, setting)
-  -> (run, metrics); `data` leaves with a leading [R] axis are per run (the
-  rest are shared). A single run (`names` None) writes plain rows.
-  """
-
-  def init_fn(key):
-    del key
-    return jax.vmap(init_one)(settings)
-
-  def step_fn(state, data, key, step):
-    per_run, shared = data
-    state, metrics = jax.vmap(
-      lambda run, d, s: step_one(run, (d, shared), key, step, s)
-    )(state, per_run, settings)
-    if names is None:
-      metrics = jax.tree.map(lambda m: m[0], metrics)
-    return state, metrics
-
-  return train_lib.train(
-    init_fn,
-    step_fn,
-    workdir=workdir,
-    config=config,
-    data=data,
-    name=name,
-    runs=names,
-    # Divergence of a sweep member is an outcome: tracked in the state.
-    finite_keys=(),
-  )
-
-
-def _rows_by_run(history, prefix):
-  """{run name below `prefix` ("" for `prefix` itself): its metrics rows}."""
-  out = {}
-  for row in history:
-    run = row.get("run", "")
-    if run == prefix or run.startswith(prefix + "/"):
-      out.setdefault(run[len(prefix) + 1 :], []).append(row)
-  return out
-
-
-# -----------------------------------------------------------------------------
-# (i) Student-t MLE.
-# -----------------------------------------------------------------------------
-
-
-class Tracked(NamedTuple):
-  """One MLE run: the iterate, the optimizer state and its convergence record."""
-
-  params: Any  # xi (ECME), natural parameters (QNG), log-coordinates (GD/Adam)
-  opt_state: Any
-  loglik: jax.Array  # l_t of the current iterate t
-  last_bad: jax.Array  # int32: last iterate t with |l_t - l*| >= tol; -1: none
-  diverged: jax.Array  # bool: some l_t was not finite
-
-
-def _tracked(
-  params, opt_state, ll, t, l_star, tol, last_bad=-1, diverged=False
-) -> Tracked:
-  """The run after iterate t, whose log-likelihood is `ll`."""
-  bad = ~(jnp.abs(ll - l_star) < tol)  # NaN counts as bad
-  return Tracked(
-    params,
-    opt_state,
-    ll,
-    jnp.where(bad, t, last_bad).astype(jnp.int32),
-    jnp.logical_or(diverged, ~jnp.isfinite(ll)),
-  )
-
-
-def iterations_to_gap(last_bad: int, num_steps: int) -> int:
-  """First t from which |l_t - l*| < tol for good; -1 if never.
-
-  `last_bad` is the last iterate (of 0..num_steps) whose gap was >= tol.
-  """
-  if last_bad < 0:
-    return 0
-  return -1 if last_bad >= num_steps else last_bad + 1
-
-
-def _mle_method(method, c):
-  """A method as (params of xi, xi of params, step, init of the opt state).
-
-  step(params, opt_state, x, h) -> (params, opt_state); h is the run's
-  setting (beta or learning rate; unused by ECME).
-  """
-  if method == "ecme":
-
-    def step(params, opt_state, x, h):
-      del h
-      return qblr.ecme_step(x, params), opt_state
-
-    return (lambda xi: xi), (lambda p: p), step, (lambda h, p: None)
-  if method == "qng":
-    to_params = lambda xi: qblr.natural_from_student_t(xi, kappa=c.kappa0)
-    to_xi = qblr.project
-    make_tx = lambda h: qblr.qng(h, max_halvings=c.max_halvings)
+def _members(c, part, method, suffixes=("",)):
+  """(members <method>/<grid name><suffix>, setting -> its float64 step
+  size, {grid name: step size}). A member's setting is its index: the sweep
+  keeps float settings in float32, the float64 grid is read in the step."""
+  rdog = part == "vi" and method == "qng" and c.qng_rdog
+  if method == "ecme" or rdog:
+    grid = {"rdog" if rdog else "": 0.0}
   else:
-    to_params, to_xi = qblr.log_from_xi, qblr.xi_from_log
-    make_tx = {"gd": optax.sgd, "adam": optax.adam}[method]
-
-  def step(params, opt_state, x, h):
-    grad = jax.grad(lambda p: -qblr.mean_loglik(x, to_xi(p)))(params)
-    updates, opt_state = make_tx(h).update(grad, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state
-
-  return to_params, to_xi, step, (lambda h, p: make_tx(h).init(p))
+    key, label = _GRIDS[part, method]
+    grid = {f"{label}{v:g}": v for v in c[key]}
+  names = [f"{method}/{g}{s}".strip("/") for g in grid for s in suffixes]
+  values = np.repeat(np.asarray(list(grid.values()), np.float64), len(suffixes))
+  settings = train_lib.sweep_stack(names=names, index=np.arange(len(names)))
+  return settings, lambda s: jnp.asarray(values)[s["index"]], grid
 
 
-def _mle_settings(method, c):
-  """(values, run names) of a method's sweep; ECME is one run."""
-  if method == "ecme":
-    return (0.0,), None
-  if method == "qng":
-    return tuple(c.qng_betas), tuple(f"beta{b:g}" for b in c.qng_betas)
-  lrs = tuple(c[f"{method}_lrs"])
-  return lrs, tuple(f"lr{lr:g}" for lr in lrs)
-
-
-def train_mle(method, c, x, xi0, l_star, workdir):
-  """One method's sweep; returns ({result key: Tracked of that run}, rows)."""
-  to_params, to_xi, step, init_opt = _mle_method(method, c)
-  values, names = _mle_settings(method, c)
-  tol = c.tol
-
-  def init_one(h):
-    params = to_params(xi0)
-    ll = qblr.mean_loglik(x, to_xi(params))
-    return _tracked(params, init_opt(h, params), ll, 0, l_star, tol)
-
-  def step_one(run, data, key, t, h):
-    del key
-    _, shared = data
-    params, opt_state = step(run.params, run.opt_state, shared["x"], h)
-    ll = qblr.mean_loglik(shared["x"], to_xi(params))
-    run = _tracked(
-      params, opt_state, ll, t + 1, l_star, tol, run.last_bad, run.diverged
-    )
-    return run, {"loss": -ll, "gap": jnp.abs(ll - l_star)}
-
-  state, history = _train_stack(
-    init_one,
-    step_one,
-    jnp.asarray(values, x.dtype),
-    names,
+# --- (i) Student-t MLE.
+def _train_mle(method, c, x, xi0, l_star, workdir) -> train_lib.SweepResult:
+  """One method's sweep over its betas or learning rates (ECME: one run)."""
+  m = qblr.mle_method(method, kappa=c.kappa0, max_halvings=c.max_halvings)
+  settings, step_size, _ = _members(c, "mle", method)
+  gap = dict(l_star=l_star, tol=c.tol)  # the convergence record, on device
+  return train_lib.run_sweep(
+    lambda key, s: qblr.init_run(m, x, xi0, step_size(s), **gap),
+    lambda run, batch, key, t, s: qblr.step_run(
+      m, run, batch["x"], t, step_size(s), **gap
+    ),
+    settings,
     workdir=os.path.join(workdir, "mle", method),
     config=c.train,
-    data=({}, {"x": np.asarray(x)}),
-    name=f"mle/{method}",
+    data={"x": np.asarray(x)},
+    name="mle",
+    freeze_diverged=False,  # a diverged run is reported as it ended
   )
-  state = jax.device_get(state)
-  by_run = _rows_by_run(history, f"mle/{method}")
-  runs, curves = {}, {}
-  for i, run in enumerate(names or ("",)):
-    key = f"{method}_{run}" if run else method
-    runs[key] = jax.tree.map(lambda a, i=i: a[i], state)
-    curves[key] = by_run.get(run, [])
-  return runs, curves
 
 
 def student_t_mle(config, workdir, sweep) -> dict:
-  c = config.mle
-  # jax.random.key(seed) directly: seed 0 gives the spec's draws (C.5).
-  key = jax.random.key(config.seed)
-  x = c.true_mu + np.sqrt(c.true_sigma2) * jax.random.t(
-    key, c.true_nu, (c.n,), dtype=jnp.float64
+  c, num_steps = config.mle, config.mle.train.num_steps
+  x = qblr.student_t_draws(
+    config.seed, c.true_mu, c.true_sigma2, c.true_nu, c.n
   )
-  xi0 = jnp.asarray(c.xi0, jnp.float64)
-  xi_star, l_star, grad_max = qblr.reference_mle(
-    x,
-    xi0,
-    em_steps=c.reference_em_steps,
-    newton_steps=c.reference_newton_steps,
+  xi0 = np.asarray(c.xi0, np.float64)
+  em, newton = c.reference_em_steps, c.reference_newton_steps
+  xi_star, l_star, grad_max = jax.device_get(
+    qblr.reference_mle(x, xi0, em_steps=em, newton_steps=newton)
   )
   l_star, grad_max = float(l_star), float(grad_max)
   logging.info("MLE xi*=%s l*=%.8f |grad|=%.1e", xi_star, l_star, grad_max)
@@ -334,418 +147,205 @@ def student_t_mle(config, workdir, sweep) -> dict:
     f"the reference MLE did not converge (max |grad| {grad_max:.1e}): raise "
     "config.mle.reference_em_steps",
   )
-
-  runs, curves = {}, {}
+  runs, curves, diverged = {}, {}, {}
   for method in c.methods:
     with sweep.run(f"mle/{method}"):
-      r, cv = train_mle(method, c, x, xi0, l_star, workdir)
-    runs.update(r)
-    curves.update(cv)
+      result = _train_mle(method, c, x, xi0, l_star, workdir)
+    names, state = result.settings.names, jax.device_get(result.state)
+    steps, gap = eval_table(result.rows, ("gap",), [f"mle/{n}" for n in names])
+    for r, k in enumerate(n.replace("/", "_") for n in names):  # qng_beta0.3
+      runs[k] = jax.tree.map(lambda a, r=r: a[r], state)
+      curves[k] = (steps, gap["gap"][:, r])
+      diverged[k] = bool(result.diverged_at[r] >= 0)
+  if any(diverged.values()):
+    logging.warning("MLE runs diverged (non-finite l): %s", diverged)
+  iters = {
+    k: -1 if diverged[k] else qblr.iterations_to_gap(int(r.last_bad), num_steps)
+    for k, r in runs.items()
+  }
   # A step the guard had to reject is a bad step size: fail with a clear error.
   qng_states = [r.opt_state for k, r in runs.items() if k.startswith("qng")]
   for opt_state in qng_states:
     qblr.check_domain(opt_state, learning_rate=c.qng_betas)
-  rejected = sum(int(qblr.num_rejected(s)) for s in qng_states)
 
-  num_steps = c.train.num_steps
-  iters = {
-    k: iterations_to_gap(int(r.last_bad), num_steps) for k, r in runs.items()
-  }
-  diverged = {k: bool(r.diverged) for k, r in runs.items()}
-  for k, d in diverged.items():
-    if d:
-      iters[k] = -1
-      logging.warning("MLE run %s diverged (non-finite log-likelihood)", k)
+  def best(ours):  # the fastest run that reached the gap, of QNG or not
+    done = [k for k in iters if iters[k] >= 0 and k.startswith("qng") == ours]
+    k = min(done, key=lambda k: iters[k], default=None)
+    return k and {"name": k, "iterations": iters[k]}
 
-  def best(keys):
-    done = [k for k in keys if iters[k] >= 0]
-    if not done:
-      return None
-    k = min(done, key=lambda k: iters[k])
-    return {"name": k, "iterations": iters[k]}
-
-  ours = best([k for k in iters if k.startswith("qng")])
-  theirs = best([k for k in iters if not k.startswith("qng")])
   out = {
     "xi_star": [float(v) for v in xi_star],
     "l_star": l_star,
     "reference_grad_max": grad_max,
     "iterations": iters,
     "diverged": diverged,
-    "qng_rejected_steps": rejected,
+    "qng_rejected_steps": sum(int(qblr.num_rejected(s)) for s in qng_states),
     "final_gap": {k: float(abs(r.loglik - l_star)) for k, r in runs.items()},
-    "best_qng": ours,
-    "best_baseline": theirs,
+    "best_qng": best(True),
+    "best_baseline": best(False),
   }
-  if ours and theirs:
-    out["qng_over_best_baseline"] = ours["iterations"] / max(
-      theirs["iterations"], 1
-    )
+  if out["best_qng"] and out["best_baseline"]:
+    ours, theirs = (out[k]["iterations"] for k in ("best_qng", "best_baseline"))
+    out["qng_over_best_baseline"] = ours / max(theirs, 1)
   if train_lib.is_main_process():
-    _mle_figure(
-      os.path.join(workdir, "mle_convergence.png"), curves, iters, c.tol
-    )
+    _mle_figure(os.path.join(workdir, "mle_convergence.png"), curves, iters, c)
   return out
 
 
-def _mle_figure(path, curves, iters, tol):
+def _mle_figure(path, curves, iters, c):
   from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(7, 4.5))
-  for name, rows in curves.items():
-    if not rows:
-      continue
-    steps = [r["step"] for r in rows]
-    gap = np.maximum(np.asarray([r["gap"] for r in rows], float), 1e-16)
+  for name, (steps, gap) in curves.items():
     style = "-" if name.startswith("qng") else ("--" if "ecme" in name else ":")
-    ax.semilogy(steps, gap, style, label=f"{name} ({iters[name]})")
-  ax.axhline(tol, color="k", lw=0.5)
-  ax.set_xlabel("iteration")
-  ax.set_ylabel("|l - l*| (mean log-likelihood)")
+    label = f"{name} ({iters[name]})"
+    ax.semilogy(steps, np.maximum(gap, 1e-16), style, label=label)
+  ax.axhline(c.tol, color="k", lw=0.5)
+  ax.set(xlabel="iteration", ylabel="|l - l*| (mean log-likelihood)")
   ax.set_title("Student-t MLE on t_3(1, 2^2) draws (iterations to gap)")
   ax.legend(fontsize=7, ncol=2)
   fig.tight_layout()
   train_lib.save_figure(fig, path, dpi=120)
 
 
-# -----------------------------------------------------------------------------
-# (ii) Student-t variational Bayesian logistic regression.
-# -----------------------------------------------------------------------------
-
-
-def breast_cancer_splits(num_splits, test_fraction, seed):
-  """Stratified splits, standardised with train statistics, bias column."""
-  from sklearn import datasets
-
-  x, y = datasets.load_breast_cancer(return_X_y=True)
-  xs, ys, xts, yts = [], [], [], []
-  for s in range(num_splits):
-    r = np.random.default_rng(seed + s)
-    test = np.concatenate(
-      [
-        r.permutation(np.flatnonzero(y == c))[
-          : int(round(test_fraction * np.sum(y == c)))
-        ]
-        for c in (0, 1)
-      ]
-    )
-    train = np.setdiff1d(np.arange(len(y)), test)
-    mean, std = x[train].mean(0), x[train].std(0) + 1e-12
-    f = lambda idx, mean=mean, std=std: np.concatenate(
-      [(x[idx] - mean) / std, np.ones((len(idx), 1))], 1
-    )
-    xs.append(f(train))
-    ys.append(2.0 * y[train] - 1)
-    xts.append(f(np.sort(test)))
-    yts.append(2.0 * y[np.sort(test)] - 1)
-  return tuple(np.stack(a) for a in (xs, ys, xts, yts))
-
-
-class VIMethod(NamedTuple):
-  """One VI method: init(setting) -> (params, opt_state); one step; q(params)."""
-
-  init: Callable
-  step: Callable  # (params, opt_state, x, y, key, h) -> (params, opt, elbo)
-  posterior: Callable  # params -> Posterior
-
-
-def _vi_method(name, c, xi0) -> VIMethod:
-  prec, n_mc = c.prior_precision, c.num_samples
-  log_joint = lambda x, y: qblr.logistic_log_joint(x, y, precision=prec)
-  if name == "qng":
-    if c.qng_rdog:
-      make_tx = lambda h: qblr.qng(None, rdog=True, rdog_eps=c.rdog_eps)
-    else:
-      make_tx = lambda h: qblr.qng(h, max_halvings=c.max_halvings)
-
-    def init(h):
-      lam = qblr.natural_from_student_t(xi0, kappa=c.kappa0)
-      return lam, make_tx(h).init(lam)
-
-    def step(lam, opt_state, x, y, key, h):
-      def neg_elbo(lm):
-        q = qblr.student_t_posterior(qblr.project(lm))
-        return -qblr.elbo(q, key, log_joint(x, y), num_samples=n_mc)
-
-      neg, g = jax.value_and_grad(neg_elbo)(lam)
-      u, opt_state = make_tx(h).update(g, opt_state, lam)
-      return optax.apply_updates(lam, u), opt_state, -neg
-
-    return VIMethod(
-      init, step, lambda lam: qblr.student_t_posterior(qblr.project(lam))
-    )
-
-  if name == "bbvi":
-    to_xi = lambda p: jnp.stack(
-      [p["mu"], jnp.exp(2 * p["log_s"]), jnp.exp(p["log_nu"])], -1
-    )
-
-    def init(h):
-      p = {
-        "mu": xi0[:, 0],
-        "log_s": 0.5 * jnp.log(xi0[:, 1]),
-        "log_nu": jnp.log(xi0[:, 2]),
-      }
-      return p, optax.adam(h).init(p)
-
-    def step(p, opt_state, x, y, key, h):
-      g = jax.grad(
-        lambda p: qblr.stl_neg_elbo(
-          to_xi(p), key, log_joint(x, y), num_samples=n_mc
-        )
-      )(p)
-      q = qblr.student_t_posterior(to_xi(p))
-      value = qblr.elbo(q, key, log_joint(x, y), num_samples=n_mc)
-      u, opt_state = optax.adam(h).update(g, opt_state, p)
-      return optax.apply_updates(p, u), opt_state, value
-
-    return VIMethod(init, step, lambda p: qblr.student_t_posterior(to_xi(p)))
-
-  # Gaussian BLR: diagonal variational online Newton with MC expectations.
-  def init(h):
-    del h
-    d = xi0.shape[0]
-    return (jnp.zeros(d, xi0.dtype), jnp.full(d, prec, xi0.dtype)), None
-
-  def step(params, opt_state, x, y, key, h):
-    m, s = params
-    nlj = lambda w: -qblr.logistic_log_lik(w, x, y) + 0.5 * prec * jnp.sum(w**2)
-    k_elbo, k_von = jax.random.split(key)
-    q = qblr.gaussian_posterior(m, s)
-    value = qblr.elbo(q, k_elbo, log_joint(x, y), num_samples=n_mc)
-    eg, eh = qblr.von_expectations(k_von, nlj, m, s, num_samples=n_mc)
-    return qblr.von_step(m, s, eg, eh, rho=h), opt_state, value
-
-  return VIMethod(init, step, lambda p: qblr.gaussian_posterior(*p))
-
-
-class Grid(NamedTuple):
-  """A method's runs: step size `values[grid_idx[r]]` on split `split_idx[r]`."""
-
-  values: tuple[float, ...]
-  names: tuple[str, ...]  # e.g. "lr0.05", "rho0.1", "rdog"
-  grid_idx: np.ndarray  # [R]
-  split_idx: np.ndarray  # [R]
-
-
-def _vi_grid(name, c):
-  """(values, names) of a method's step-size grid."""
-  if name == "qng":
-    if c.qng_rdog:
-      return (0.0,), ("rdog",)
-    return tuple(c.qng_lrs), tuple(f"lr{v:g}" for v in c.qng_lrs)
-  if name == "bbvi":
-    return tuple(c.bbvi_lrs), tuple(f"lr{v:g}" for v in c.bbvi_lrs)
-  return tuple(c.blr_rhos), tuple(f"rho{v:g}" for v in c.blr_rhos)
-
-
-class VIRun(NamedTuple):
-  """One VI run (a step size on a split)."""
-
-  params: Any
-  opt_state: Any
-  elbo_ema: jax.Array  # exponential average of the one-sample ELBO (biased)
-  diverged: jax.Array  # bool: a non-finite ELBO or parameter was seen
-
-
+# --- (ii) Student-t variational Bayesian logistic regression.
 def train_vi(name, c, splits, xi0, workdir):
-  """One method's (grid x split) stack; returns (state, method, Grid, rows)."""
-  method = _vi_method(name, c, xi0)
-  values, grid_names = _vi_grid(name, c)
-  num_splits = splits[0].shape[0]
-  grid_idx = np.repeat(np.arange(len(values)), num_splits)
-  split_idx = np.tile(np.arange(num_splits), len(values))
-  runs = tuple(f"{grid_names[g]}/split{s}" for g, s in zip(grid_idx, split_idx))
-  x, y = splits[0][split_idx], splits[1][split_idx]
-  decay = c.elbo_ema
-
-  def init_one(h):
-    params, opt_state = method.init(h)
-    zero = jnp.zeros([], xi0.dtype)
-    return VIRun(params, opt_state, zero, jnp.asarray(False))
-
-  def step_one(run, data, key, step, h):
-    d, _ = data
-    # Common random numbers: the same draws for every step size and method
-    # on one split (a paired comparison), from this step's key.
-    k = jax.random.fold_in(rng.stream(key, "mc"), d["split"])
-    params, opt_state, value = method.step(
-      run.params, run.opt_state, d["x"], d["y"], k, h
-    )
-    ema = decay * run.elbo_ema + (1 - decay) * value
-    finite = jnp.isfinite(value) & jnp.all(
-      jnp.stack([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(params)])
-    )
-    run = VIRun(params, opt_state, ema, run.diverged | ~finite)
-    debiased = ema / (1 - decay ** (step + 1).astype(ema.dtype))
-    return run, {"loss": -value, "elbo_ema": debiased}
-
-  state, history = _train_stack(
-    init_one,
-    step_one,
-    jnp.asarray(np.asarray(values)[grid_idx], xi0.dtype),
-    runs,
-    workdir=os.path.join(workdir, "vi", name),
-    config=c.train,
-    data=({"x": x, "y": y, "split": split_idx.astype(np.int32)}, {}),
-    name=f"vi/{name}",
+  """One method's (step size x split) sweep: (result, {grid name: size}).
+  Every step size and method sees the same MC draws on one split (common
+  random numbers: a paired comparison), in training and in the scoring."""
+  opts = ("prior_precision", "num_samples", "max_halvings", "rdog_eps")
+  method = qblr.vi_method(
+    name, xi0, kappa=c.kappa0, rdog=c.qng_rdog, **{k: c[k] for k in opts}
   )
-  rows = _rows_by_run(history, f"vi/{name}")
-  grid = Grid(values, grid_names, grid_idx, split_idx)
-  return state, method, grid, rows
+  num_splits = splits[0].shape[0]
+  suffixes = [f"/split{s}" for s in range(num_splits)]
+  settings, step_size, grid = _members(c, "vi", name, suffixes)
+  split_of = lambda setting: setting["index"] % num_splits
 
+  def step_one(run, batch, key, step, setting):
+    s = split_of(setting)
+    k = jax.random.fold_in(rng.stream(key, "mc"), s)
+    x, y, h = batch["x"][s], batch["y"][s], step_size(setting)
+    return qblr.step_vi_run(method, run, x, y, k, step, h, decay=c.elbo_ema)
 
-def evaluate_vi(method, state, c, splits, split_idx, root):
-  """Final training ELBO (selection), test accuracies, nu and rejections.
-
-  Not training: one jitted pass over the final state of every run. The MC
-  keys are named streams of the root, folded with the split, so every method
-  and step size is scored on the same draws.
-  """
-  x, y, xt, yt = (a[split_idx] for a in splits)
-
-  def one(run, x, y, xt, yt, s):
-    q = method.posterior(run.params)
-    k_elbo = jax.random.fold_in(rng.stream(root, "elbo"), s)
-    k_eval = jax.random.fold_in(rng.stream(root, "eval"), s)
-    log_joint = qblr.logistic_log_joint(x, y, precision=c.prior_precision)
-    value = qblr.elbo(q, k_elbo, log_joint, num_samples=c.elbo_samples)
-    acc_mean = jnp.mean((jnp.sign(xt @ q.mean) == yt).astype(xt.dtype))
-    prob = jnp.mean(jax.nn.sigmoid(q.sample(k_eval, c.eval_samples) @ xt.T), 0)
-    acc_sample = jnp.mean((jnp.sign(prob - 0.5) == yt).astype(xt.dtype))
-    out = {"elbo": value, "acc_mean": acc_mean, "acc_sample": acc_sample}
-    if q.nu is not None:
-      out["nu_mean"] = jnp.mean(q.nu)
+  def eval_one(run, data, setting):
+    s, root = split_of(setting), rng.root_key(c.train.seed)
+    keys = ("prior_precision", "elbo_samples", "eval_samples")
+    out = qblr.posterior_metrics(
+      method.posterior(run.params),
+      *(data[k][s] for k in ("x", "y", "x_test", "y_test")),
+      elbo_key=jax.random.fold_in(rng.stream(root, "elbo"), s),
+      eval_key=jax.random.fold_in(rng.stream(root, "eval"), s),
+      **{k: c[k] for k in keys},
+    )
     if isinstance(run.opt_state, qblr.QNGState):
       out["rejected"] = qblr.num_rejected(run.opt_state)
     return out
 
-  fn = jax.jit(jax.vmap(one))
-  return jax.device_get(fn(state, x, y, xt, yt, jnp.asarray(split_idx)))
+  result = train_lib.run_sweep(
+    lambda key, setting: qblr.init_vi_run(method, step_size(setting)),
+    step_one,
+    settings,
+    workdir=os.path.join(workdir, "vi", name),
+    config=c.train,
+    data=dict(zip(("x", "y", "x_test", "y_test"), splits)),
+    eval_one=eval_one,
+    name="vi",
+    freeze_diverged=False,  # a diverged run is reported as it ended
+  )
+  return result, grid
 
 
-def t_interval(values, level):
-  """(mean, se, lo, hi): the t interval of the mean over splits.
-
-  With one split there is no spread: se, lo and hi are NaN (the report then
-  marks a claim that needs the interval "unresolved").
-  """
+def _se(values, lo):
+  """The standard error of the mean; NaN where the t interval is (lo NaN)."""
   v = np.asarray(values, float)
-  mean, lo, hi = stats_lib.mean_interval(v, level)
-  if math.isnan(lo):
-    return mean, math.nan, math.nan, math.nan
-  return mean, float(v.std(ddof=1) / np.sqrt(v.size)), lo, hi
+  return math.nan if math.isnan(lo) else float(v.std(ddof=1) / np.sqrt(v.size))
 
 
-def _summarise(name, c, state, evals, grid: Grid):
+def _summarise(name, c, result, grid):
   """Picks the step size with the best mean final training ELBO."""
-  values, grid_names, grid_idx = grid.values, grid.names, grid.grid_idx
-  diverged = np.asarray(state.diverged)
-  per_setting = {}
-  best, best_elbo = None, -np.inf
-  for g, gname in enumerate(grid_names):
-    sel = grid_idx == g
-    elbos = np.asarray(evals["elbo"])[sel]
-    ok = ~diverged[sel] & np.isfinite(elbos)
-    mean_elbo = float(np.mean(elbos)) if ok.all() else -math.inf
-    entry = {
-      "elbo": mean_elbo,
-      "acc_mean": float(np.mean(evals["acc_mean"][sel])),
-      "finite_fraction": float(ok.mean()),
-    }
-    if "rejected" in evals:
-      entry["rejected"] = int(np.sum(evals["rejected"][sel]))
-    per_setting[gname] = entry
-    if ok.all() and mean_elbo > best_elbo:
-      best, best_elbo = g, mean_elbo
+  names, shape = list(grid), (len(grid), -1)  # [step size, split]
+  ev = {k: result.evals[k][-1].reshape(shape) for k in result.evals}
+  ok = (result.diverged_at < 0).reshape(shape) & np.isfinite(ev["elbo"])
+  elbo = np.where(ok.all(1), ev["elbo"].mean(1), -np.inf)
+  per = {}
+  for g, gname in enumerate(names):
+    acc, frac = float(np.mean(ev["acc_mean"][g])), float(ok[g].mean())
+    per[gname] = dict(elbo=float(elbo[g]), acc_mean=acc, finite_fraction=frac)
+    if "rejected" in ev:
+      per[gname]["rejected"] = int(np.sum(ev["rejected"][g]))
+  best = train_lib.select_best(elbo, lower_is_better=False)
   if best is None:  # every setting diverged on some split: report it so
     logging.warning("VI %s diverged at every step size", name)
-    return {"grid": per_setting, "selected": None, "finite_fraction": 0.0}
-  sel = grid_idx == best
-  acc = np.asarray(evals["acc_mean"])[sel]
-  mean, se, lo, hi = t_interval(acc, c.interval_level)
+    return {"grid": per, "selected": None, "finite_fraction": 0.0}
+  acc = ev["acc_mean"][best]
+  mean, lo, hi = stats_lib.mean_interval(acc, c.interval_level)
   out = {
-    "grid": per_setting,
-    "selected": grid_names[best],
-    "selected_value": float(values[best]),
-    "elbo": best_elbo,
-    "finite_fraction": per_setting[grid_names[best]]["finite_fraction"],
+    "grid": per,
+    "selected": names[best],
+    "selected_value": float(grid[names[best]]),
+    "elbo": float(elbo[best]),
+    "finite_fraction": per[names[best]]["finite_fraction"],
     "acc_mean": mean,
-    "acc_mean_se": se,
+    "acc_mean_se": _se(acc, lo),
     "acc_mean_lo": lo,
     "acc_mean_hi": hi,
-    "acc_sample": float(np.mean(evals["acc_sample"][sel])),
+    "acc_sample": float(np.mean(ev["acc_sample"][best])),
     "acc_mean_per_split": [float(v) for v in acc],
   }
-  if "nu_mean" in evals:
-    out["nu_mean"] = float(np.mean(evals["nu_mean"][sel]))
-  if "rejected" in evals:
-    out["rejected"] = int(np.sum(evals["rejected"][sel]))
+  if "nu_mean" in ev:
+    out["nu_mean"] = float(np.mean(ev["nu_mean"][best]))
+  if "rejected" in ev:
+    out["rejected"] = per[names[best]]["rejected"]
   return out
 
 
 def _paired(out, c) -> dict:
-  """QNG minus each baseline, per split, and against the strongest one.
-
-  The claim holds only against every baseline: the reported low end is the
-  lowest of all the baselines' paired intervals; the point and the high end
-  are those of the strongest baseline (smallest mean difference).
-  """
-  res = {}
-  qng = out.get("qng", {})
-  if qng.get("selected") is None:
+  """QNG minus each baseline, paired per split, and against every baseline
+  (`stats_lib.against_every`: the low end is the lowest of all baselines'
+  intervals; the point and the high end are the strongest baseline's)."""
+  res, per = {}, {}
+  if out.get("qng", {}).get("selected") is None:
     return res
-  paired = {}
-  for name in VI_METHODS[1:]:
-    if name not in out:
+  for name in [n for n in VI_METHODS[1:] if n in out]:
+    if out[name]["selected"] is None:  # diverged everywhere
+      per[name] = {"diverged": True}
       continue
-    if out[name].get("selected") is None:  # diverged everywhere
-      paired[name] = {"diverged": True}
-      continue
-    diff = np.asarray(qng["acc_mean_per_split"]) - np.asarray(
-      out[name]["acc_mean_per_split"]
-    )
-    mean, se, lo, hi = t_interval(diff, c.interval_level)
-    paired[name] = dict(
-      mean=mean, se=se, lo=lo, hi=hi, by_split=diff.tolist(), diverged=False
-    )
-    res[f"qng_minus_{name}"] = mean
-  if not paired:
+    qng, base = (out[n]["acc_mean_per_split"] for n in ("qng", name))
+    d = stats_lib.paired_difference(qng, base, c.interval_level)
+    per[name] = dict(mean=d["point"], se=_se(d["by_seed"], d["lo"]))
+    per[name].update(lo=d["lo"], hi=d["hi"], by_split=d["by_seed"])
+    per[name]["diverged"], res[f"qng_minus_{name}"] = False, d["point"]
+  if not per:
     return res
-  res["paired"] = paired
-  finite = [p for p in paired.values() if not p["diverged"]]
-  res["baselines_finite_fraction"] = min(
-    out[n]["finite_fraction"] for n in paired
+  every = stats_lib.against_every(
+    {n: dict(p, point=p.get("mean")) for n, p in per.items()}
   )
-  if finite:
-    strongest = min(
-      (n for n, p in paired.items() if not p["diverged"]),
-      key=lambda n: paired[n]["mean"],
-    )
-    res["best_baseline"] = strongest
-    res["qng_minus_best_baseline"] = paired[strongest]["mean"]
-    res["qng_minus_best_baseline_hi"] = paired[strongest]["hi"]
-    res["qng_minus_best_baseline_lo"] = min(p["lo"] for p in finite)
+  res["paired"] = per
+  res["baselines_finite_fraction"] = every["comparator_finite_fraction"]
+  if "best_baseline" in every:
+    res["best_baseline"] = every["best_baseline"]
+    for key, k in (("", "point"), ("_hi", "hi"), ("_lo", "lo")):
+      res[f"qng_minus_best_baseline{key}"] = every[k]
   return res
 
 
 def logistic_vi(config, workdir, sweep) -> dict:
   c = config.vi
-  splits = breast_cancer_splits(c.num_splits, c.test_fraction, config.seed)
-  d = splits[0].shape[-1]
-  xi0 = jnp.tile(jnp.asarray([0.0, c.sigma2_0, c.nu0], jnp.float64), (d, 1))
-  root = rng.root_key(c.train.seed)
+  splits = data_lib.breast_cancer_splits(
+    c.num_splits, c.test_fraction, config.seed
+  )
+  xi0 = np.tile([0.0, c.sigma2_0, c.nu0], (splits[0].shape[-1], 1))
   out, curves = {}, {}
   for name in c.methods:
     with sweep.run(f"vi/{name}"):
-      state, method, grid, rows = train_vi(name, c, splits, xi0, workdir)
-    evals = evaluate_vi(method, state, c, splits, grid.split_idx, root)
-    out[name] = _summarise(name, c, jax.device_get(state), evals, grid)
-    selected = out[name]["selected"]
-    if selected is not None:
-      curves[name] = [
-        r for k, r in rows.items() if k.startswith(selected + "/")
-      ]
+      result, grid = train_vi(name, c, splits, xi0, workdir)
+    out[name] = _summarise(name, c, result, grid)
+    if out[name]["selected"] is not None:
+      prefix = f"{name}/{out[name]['selected']}/"
+      runs = [f"vi/{n}" for n in result.settings.names if n.startswith(prefix)]
+      steps, table = eval_table(result.rows, ("elbo_ema",), runs)
+      curves[name] = (steps, table["elbo_ema"])
   out.update(_paired(out, c))
   if train_lib.is_main_process():
     _vi_figure(os.path.join(workdir, "vi_elbo.png"), curves, out)
@@ -756,39 +356,25 @@ def _vi_figure(path, curves, out):
   from experiments._plot import plt
 
   fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-  for name, per_split in curves.items():
-    if not per_split or not per_split[0]:
-      continue
-    steps = [r["step"] for r in per_split[0]]
-    ema = np.mean([[r["elbo_ema"] for r in rows] for rows in per_split], 0)
-    label = f"{_VI_LABELS[name]}, {out[name]['selected']}"
-    axes[0].plot(steps, ema, color=_VI_COLORS[name], label=label)
-  axes[0].set_xlabel("step")
-  axes[0].set_ylabel("MC ELBO (EMA, mean over splits)")
+  tail = [np.zeros(0)]  # Robust limits: early MC estimates are wild.
+  for name, (steps, ema) in curves.items():  # ema [step, split]
+    color, label = _VI_STYLE[name]
+    label += f", {out[name]['selected']}"
+    axes[0].plot(steps, ema.mean(1), color=color, label=label)
+    tail.append(ema[len(steps) // 10 :].ravel())
+  axes[0].set(xlabel="step", ylabel="MC ELBO (EMA, mean over splits)")
   axes[0].legend(fontsize=8)
-  if curves:  # Robust limits: early MC estimates are wild.
-    vals = np.concatenate(
-      [
-        np.asarray([r["elbo_ema"] for r in rows])[len(rows) // 10 :]
-        for split_rows in curves.values()
-        for rows in split_rows
-      ]
-      or [np.zeros(1)]
-    )
-    vals = vals[np.isfinite(vals)]
-    if vals.size:
-      lo, hi = np.percentile(vals, [5, 99])
-      axes[0].set_ylim(lo - 0.2 * (hi - lo) - 1, hi + 0.2 * (hi - lo) + 1)
+  if np.isfinite(tail := np.concatenate(tail)).any():
+    lo, hi = np.percentile(tail[np.isfinite(tail)], [5, 99])
+    axes[0].set_ylim(lo - 0.2 * (hi - lo) - 1, hi + 0.2 * (hi - lo) + 1)
   names = [n for n in VI_METHODS if out.get(n, {}).get("selected")]
-  means = [out[n]["acc_mean"] for n in names]
-  lows = [out[n]["acc_mean_lo"] for n in names]
-  highs = [out[n]["acc_mean_hi"] for n in names]
-  err = np.nan_to_num(
-    np.asarray([np.subtract(means, lows), np.subtract(highs, means)])
+  mean, lo, hi = (
+    np.asarray([out[n][f"acc_mean{k}"] for n in names])
+    for k in ("", "_lo", "_hi")
   )
-  axes[1].bar(names, means, yerr=err, color=[_VI_COLORS[n] for n in names])
-  axes[1].set_ylim(0.9, 1.0)
-  axes[1].set_ylabel("posterior-mean test accuracy")
+  err = np.nan_to_num(np.stack([mean - lo, hi - mean]))
+  axes[1].bar(names, mean, yerr=err, color=[_VI_STYLE[n][0] for n in names])
+  axes[1].set(ylim=(0.9, 1.0), ylabel="posterior-mean test accuracy")
   axes[1].set_title("breast cancer, mean and 95% t interval over splits")
   fig.tight_layout()
   train_lib.save_figure(fig, path, dpi=120)
@@ -797,9 +383,8 @@ def _vi_figure(path, curves, out):
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
-  sweep = train_lib.Sweep(
-    len(config.mle.methods) + len(config.vi.methods), name="qblr"
-  )
+  num_parts = len(config.mle.methods) + len(config.vi.methods)
+  sweep = train_lib.Sweep(num_parts, name="qblr")
   # float64: the 1e-8 gap of the MLE and the Fisher solves need it.
   with jax.enable_x64(True):
     results = {"mle": student_t_mle(config, workdir, sweep)}

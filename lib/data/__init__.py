@@ -1,5 +1,6 @@
-"""Embedded datasets (no downloads): bundled digits, generated data, the stdlib corpus."""
+"""Embedded datasets (no downloads): bundled digits and breast cancer, generated data, the stdlib corpus."""
 
+from lib.data.breast_cancer import breast_cancer_splits
 from lib.data.clusters import bayes_logodds
 from lib.data.clusters import cluster_means
 from lib.data.clusters import sample_gaussian_clusters

@@ -250,7 +250,7 @@ def run_sweep(
     "run_sweep takes batch_fn (shared batch) or batch_one (per member), "
     "not both",
   )
-  values = {k: jnp.asarray(v) for k, v in settings.values.items()}
+  values = {k: jax.device_put(v) for k, v in settings.values.items()}
   own_batch = batch_one is not None
 
   def vmapped_step(members, batch, key, step, values):

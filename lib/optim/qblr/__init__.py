@@ -23,9 +23,11 @@ One concern a module, as optax splits its transforms:
   sampling, closed-form Fisher).
 - `transform`: the QNG optax transformation with its domain-guarded step.
 - `von`: the Gaussian BLR baseline (variational online Newton).
-- `mle`: Student-t maximum likelihood: ECME and the reference solve.
-- `vi`: mean-field posteriors, the ELBO of Bayesian logistic regression and
-  the BBVI sticking-the-landing objective.
+- `mle`: Student-t maximum likelihood: ECME, the reference solve, the
+  compared methods (ECME, QNG, GD, Adam) and the iterations-to-gap record.
+- `vi`: mean-field posteriors, the ELBO of Bayesian logistic regression, the
+  BBVI sticking-the-landing objective, the compared methods (QNG, Gaussian
+  BLR, BBVI) and the reported posterior metrics.
 
 `from lib.optim import qblr` then `qblr.qng(...)`, `qblr.project(...)`: every
 public name of the six modules is re-exported here.
@@ -36,10 +38,17 @@ References:
   JMLR 2023 (the Gaussian variational online Newton baseline).
 """
 
+from lib.optim.qblr.mle import MLEMethod
+from lib.optim.qblr.mle import Tracked
 from lib.optim.qblr.mle import ecme_step
+from lib.optim.qblr.mle import init_run
+from lib.optim.qblr.mle import iterations_to_gap
 from lib.optim.qblr.mle import log_from_xi
 from lib.optim.qblr.mle import mean_loglik
+from lib.optim.qblr.mle import mle_method
 from lib.optim.qblr.mle import reference_mle
+from lib.optim.qblr.mle import step_run
+from lib.optim.qblr.mle import student_t_draws
 from lib.optim.qblr.mle import xi_from_log
 from lib.optim.qblr.normal_gamma import fisher
 from lib.optim.qblr.normal_gamma import horizontal_project
@@ -67,12 +76,18 @@ from lib.optim.qblr.transform import num_rejected
 from lib.optim.qblr.transform import qng
 from lib.optim.qblr.vi import LogJoint
 from lib.optim.qblr.vi import Posterior
+from lib.optim.qblr.vi import VIMethod
+from lib.optim.qblr.vi import VIRun
 from lib.optim.qblr.vi import elbo
 from lib.optim.qblr.vi import gaussian_log_prior
 from lib.optim.qblr.vi import gaussian_posterior
+from lib.optim.qblr.vi import init_vi_run
 from lib.optim.qblr.vi import logistic_log_joint
 from lib.optim.qblr.vi import logistic_log_lik
+from lib.optim.qblr.vi import posterior_metrics
+from lib.optim.qblr.vi import step_vi_run
 from lib.optim.qblr.vi import stl_neg_elbo
 from lib.optim.qblr.vi import student_t_posterior
+from lib.optim.qblr.vi import vi_method
 from lib.optim.qblr.von import von_expectations
 from lib.optim.qblr.von import von_step

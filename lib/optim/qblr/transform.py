@@ -183,12 +183,13 @@ def _leaf_states(state: QNGState) -> list[QNGLeafState]:
 
 
 def num_rejected(state: QNGState) -> Array:
-  """Steps the domain guard rejected, summed over leaves (jittable).
+  """Steps the domain guard rejected, summed over leaves (and over runs).
 
-  For a vmapped stack of states, call it inside the vmap to get one count per
-  run.
+  Jittable, and on host (numpy) states it stays on the host: no program is
+  compiled for a summary. For a vmapped stack of states, call it inside the
+  vmap to get one count per run.
   """
-  return sum(jnp.sum(s.num_rejected) for s in _leaf_states(state))
+  return sum(s.num_rejected.sum() for s in _leaf_states(state))
 
 
 def check_domain(state: QNGState, *, learning_rate=None) -> None:

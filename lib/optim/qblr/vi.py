@@ -19,14 +19,22 @@ References:
 """
 
 from collections.abc import Callable
+from typing import Any
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 
+from lib.core.errors import ConfigError
+from lib.optim.qblr.normal_gamma import natural_from_student_t
+from lib.optim.qblr.normal_gamma import project
 from lib.optim.qblr.student_t import sample_student_t
 from lib.optim.qblr.student_t import student_t_entropy
 from lib.optim.qblr.student_t import student_t_logpdf
+from lib.optim.qblr.transform import qng
+from lib.optim.qblr.von import von_expectations
+from lib.optim.qblr.von import von_step
 
 Array = jax.Array
 # w [n, d] -> log p(y, w) [n]: the log joint at n posterior draws.
@@ -102,3 +110,174 @@ def stl_neg_elbo(
   w = sample_student_t(key, xi, num_samples)
   log_q = jnp.sum(student_t_logpdf(w, jax.lax.stop_gradient(xi)), -1)
   return -jnp.mean(log_joint(w) - log_q)
+
+
+# -----------------------------------------------------------------------------
+# The compared methods as pure (init, step, posterior) pieces, and the metrics.
+# -----------------------------------------------------------------------------
+
+
+class VIMethod(NamedTuple):
+  """One VI method: init(h) -> (params, opt_state); one step; q(params).
+
+  step(params, opt_state, x, y, key, h) -> (params, opt_state, elbo), with h
+  the run's step size and elbo the MC ELBO at the params before the step.
+  """
+
+  init: Callable
+  step: Callable
+  posterior: Callable  # params -> Posterior
+
+
+def vi_method(
+  name: str,
+  xi0: Array,
+  *,
+  prior_precision: float,
+  num_samples: int,
+  kappa: float,
+  max_halvings: int,
+  rdog: bool = False,
+  rdog_eps: float = 1e-3,
+) -> VIMethod:
+  """A method of the paper's logistic-regression comparison, from xi0 (d, 3).
+
+  "qng": QBLR, the quotient natural gradient on the Normal-Gamma lift of each
+  weight's Student-t (constant step h, or RDoG with `rdog`), one MC sample
+  of the ELBO per step. "bbvi": reparameterised BBVI with the STL gradient
+  (`stl_neg_elbo`) and Adam(h) on (mu, log sigma, log nu). "blr_gauss": the
+  Gaussian BLR, diagonal variational online Newton with step rho = h (Khan &
+  Rue 2023), from N(0, prior_precision^-1).
+  """
+  prec, n_mc = prior_precision, num_samples
+  log_joint = lambda x, y: logistic_log_joint(x, y, precision=prec)
+  if name == "qng":
+    if rdog:
+      make_tx = lambda h: qng(None, rdog=True, rdog_eps=rdog_eps)
+    else:
+      make_tx = lambda h: qng(h, max_halvings=max_halvings)
+    posterior = lambda lam: student_t_posterior(project(lam))
+
+    def init(h):
+      lam = natural_from_student_t(xi0, kappa=kappa)
+      return lam, make_tx(h).init(lam)
+
+    def step(lam, opt_state, x, y, key, h):
+      def neg_elbo(lm):
+        return -elbo(posterior(lm), key, log_joint(x, y), num_samples=n_mc)
+
+      neg, g = jax.value_and_grad(neg_elbo)(lam)
+      u, opt_state = make_tx(h).update(g, opt_state, lam)
+      return optax.apply_updates(lam, u), opt_state, -neg
+
+    return VIMethod(init, step, posterior)
+
+  if name == "bbvi":
+    to_xi = lambda p: jnp.stack(
+      [p["mu"], jnp.exp(2 * p["log_s"]), jnp.exp(p["log_nu"])], -1
+    )
+
+    def init(h):
+      p = {
+        "mu": xi0[:, 0],
+        "log_s": 0.5 * jnp.log(xi0[:, 1]),
+        "log_nu": jnp.log(xi0[:, 2]),
+      }
+      return p, optax.adam(h).init(p)
+
+    def step(p, opt_state, x, y, key, h):
+      stl = lambda p: stl_neg_elbo(
+        to_xi(p), key, log_joint(x, y), num_samples=n_mc
+      )
+      g = jax.grad(stl)(p)
+      q = student_t_posterior(to_xi(p))
+      value = elbo(q, key, log_joint(x, y), num_samples=n_mc)
+      u, opt_state = optax.adam(h).update(g, opt_state, p)
+      return optax.apply_updates(p, u), opt_state, value
+
+    return VIMethod(init, step, lambda p: student_t_posterior(to_xi(p)))
+
+  if name != "blr_gauss":
+    raise ConfigError(f"unknown VI method {name!r}")
+
+  def init(h):
+    del h
+    d = xi0.shape[0]
+    return (jnp.zeros(d, xi0.dtype), jnp.full(d, prec, xi0.dtype)), None
+
+  def step(params, opt_state, x, y, key, h):
+    m, s = params
+    nlj = lambda w: -logistic_log_lik(w, x, y) + 0.5 * prec * jnp.sum(w**2)
+    k_elbo, k_von = jax.random.split(key)
+    q = gaussian_posterior(m, s)
+    value = elbo(q, k_elbo, log_joint(x, y), num_samples=n_mc)
+    eg, eh = von_expectations(k_von, nlj, m, s, num_samples=n_mc)
+    return von_step(m, s, eg, eh, rho=h), opt_state, value
+
+  return VIMethod(init, step, lambda p: gaussian_posterior(*p))
+
+
+def posterior_metrics(
+  q: Posterior,
+  x: Array,
+  y: Array,
+  x_test: Array,
+  y_test: Array,
+  *,
+  prior_precision: float,
+  elbo_key: Array,
+  elbo_samples: int,
+  eval_key: Array,
+  eval_samples: int,
+) -> dict:
+  """What the paper reports of a fitted posterior, plus the ELBO that picks it.
+
+  elbo: the MC training ELBO on `elbo_samples` draws (step-size selection);
+  acc_mean: test accuracy of the posterior-mean classifier sign(x^T E_q[w]);
+  acc_sample: that of the posterior predictive, averaging sigmoid(x^T w) over
+  `eval_samples` draws; nu_mean: the mean degrees of freedom (Student-t q).
+  """
+  log_joint = logistic_log_joint(x, y, precision=prior_precision)
+  value = elbo(q, elbo_key, log_joint, num_samples=elbo_samples)
+  correct = lambda f: (jnp.sign(f) == y_test).astype(x_test.dtype)
+  draws = q.sample(eval_key, eval_samples)
+  prob = jnp.mean(jax.nn.sigmoid(draws @ x_test.T), 0)
+  out = {
+    "elbo": value,
+    "acc_mean": jnp.mean(correct(x_test @ q.mean)),
+    "acc_sample": jnp.mean(correct(prob - 0.5)),
+  }
+  if q.nu is not None:
+    out["nu_mean"] = jnp.mean(q.nu)
+  return out
+
+
+class VIRun(NamedTuple):
+  """One VI run: a method's parameters and state, and its ELBO trace."""
+
+  params: Any
+  opt_state: Any
+  elbo_ema: Array  # exponential average of the one-sample ELBO (biased)
+
+
+def init_vi_run(method: VIMethod, h) -> VIRun:
+  """A run of `method` at step size h."""
+  params, opt_state = method.init(h)
+  return VIRun(
+    params, opt_state, jnp.zeros([], jax.tree.leaves(params)[0].dtype)
+  )
+
+
+def step_vi_run(method: VIMethod, run: VIRun, x, y, key, step, h, *, decay):
+  """One step: (run, {"loss": -ELBO, "elbo_ema": the debiased average}).
+
+  The one-sample ELBO is noisy; its exponential average with `decay`,
+  divided by 1 - decay^(step + 1) (Adam's bias correction), is what a
+  training curve can show.
+  """
+  params, opt_state, value = method.step(
+    run.params, run.opt_state, x, y, key, h
+  )
+  ema = decay * run.elbo_ema + (1 - decay) * value
+  debiased = ema / (1 - decay ** (step + 1).astype(ema.dtype))
+  return VIRun(params, opt_state, ema), {"loss": -value, "elbo_ema": debiased}

@@ -120,3 +120,108 @@ def test_student_t_elbo_and_stl_gradient():
   np.testing.assert_allclose(value, -3.0, rtol=1e-13)
   np.testing.assert_allclose(grad, 0.0, atol=1e-12)
   assert np.max(np.abs(score)) > 1e-3
+
+
+def test_iterations_to_gap():
+  assert qblr.iterations_to_gap(-1, 10) == 0  # never bad: converged at t=0
+  assert qblr.iterations_to_gap(4, 10) == 5
+  assert qblr.iterations_to_gap(10, 10) == -1  # the last iterate is bad
+
+
+def test_tracked_runs_record_the_last_bad_iterate():
+  # GD on u = (mu, log s2, log nu): one step is u - lr * grad(-l)(u), with
+  # the gradient from central differences of scipy's log-likelihood.
+  x = 1.0 + 2.0 * np.random.default_rng(3).standard_t(3.0, 200)
+  xi0 = np.array([0.5, 2.0, 6.0])
+  u0 = np.array([0.5, np.log(2.0), np.log(6.0)])
+  f = lambda u: -_scipy_loglik(x, [u[0], np.exp(u[1]), np.exp(u[2])])
+  grad = np.array([(f(u0 + e) - f(u0 - e)) / 2e-6 for e in np.eye(3) * 1e-6])
+  gd = qblr.mle_method("gd", kappa=1.0, max_halvings=5)
+  l_star = -f(u0 - 0.1 * grad)  # the tolerance band holds iterate 1 only
+  kw = dict(l_star=l_star, tol=1e-6)
+  ecme = qblr.mle_method("ecme", kappa=1.0, max_halvings=5)
+
+  @jax.jit
+  def one_step(x):
+    runs = [
+      qblr.init_run(m, x, xi0, h, **kw) for m, h in ((gd, 0.1), (ecme, 0))
+    ]
+    stepped = [
+      qblr.step_run(m, run, x, 0, h, **kw)
+      for m, run, h in zip((gd, ecme), runs, (0.1, 0))
+    ]
+    return runs, stepped, qblr.ecme_step(x, xi0)
+
+  (gd0, ecme0), ((gd1, metrics), (ecme1, _)), ecme_xi = one_step(x)
+  assert int(gd0.last_bad) == 0 and int(ecme0.last_bad) == 0  # iterate 0 is out
+  np.testing.assert_allclose(gd1.params, u0 - 0.1 * grad, rtol=1e-7)
+  assert float(metrics["gap"]) < 1e-6 and int(gd1.last_bad) == 0
+  assert qblr.iterations_to_gap(int(gd1.last_bad), 1) == 1
+  # ECME keeps xi itself; its step is `ecme_step`, no optimizer state.
+  np.testing.assert_allclose(ecme1.params, ecme_xi, rtol=1e-15)
+  assert int(ecme1.last_bad) == 1  # iterate 1 of ECME is not in the band
+
+
+def test_blr_gauss_run_is_von_and_its_elbo_average_is_debiased():
+  # The Gaussian BLR method's step is `von_step` on the VON expectations
+  # (same key split), and the ELBO average divided by 1 - decay^(t+1) is the
+  # ELBO itself after one step from zero (Adam's bias correction).
+  r = np.random.default_rng(4)
+  x, y = r.normal(size=(20, 3)), np.sign(r.normal(size=20))
+  xi0 = np.tile([0.0, 0.1, 10.0], (3, 1))
+  method = qblr.vi_method(
+    "blr_gauss",
+    xi0,
+    prior_precision=1.0,
+    num_samples=4,
+    kappa=1.0,
+    max_halvings=5,
+  )
+  key = jax.random.key(0)
+
+  @jax.jit
+  def one_step(x, y):
+    run = qblr.init_vi_run(method, 0.1)
+    run1, metrics = qblr.step_vi_run(
+      method, run, x, y, key, jnp.asarray(0), 0.1, decay=0.9
+    )
+    m, s = run.params
+    nlj = lambda w: -qblr.logistic_log_lik(w, x, y) + 0.5 * jnp.sum(w**2)
+    _, k_von = jax.random.split(key)
+    eg, eh = qblr.von_expectations(k_von, nlj, m, s, num_samples=4)
+    return run, run1, metrics, qblr.von_step(m, s, eg, eh, rho=0.1)
+
+  run, run1, metrics, want = one_step(x, y)
+  np.testing.assert_array_equal(run.params[1], np.ones(3))  # the prior
+  np.testing.assert_allclose(run1.params[0], want[0], rtol=1e-14)
+  np.testing.assert_allclose(run1.params[1], want[1], rtol=1e-14)
+  np.testing.assert_allclose(metrics["elbo_ema"], -metrics["loss"], rtol=1e-12)
+
+
+def test_posterior_metrics_of_a_point_mass():
+  # A Gaussian q with a huge precision is a point mass at its mean w: the
+  # posterior-mean and predictive accuracies are sign(x w) == y, the
+  # ELBO's expectation is log p(y, w) (entropy in closed form).
+  r = np.random.default_rng(5)
+  x, xt = r.normal(size=(30, 3)), r.normal(size=(40, 3))
+  y, yt = np.sign(r.normal(size=30)), np.sign(r.normal(size=40))
+  w = np.array([1.0, -2.0, 0.5])
+  key = jax.random.key(1)
+  out = jax.jit(
+    lambda w: qblr.posterior_metrics(
+      qblr.gaussian_posterior(w, jnp.full(3, 1e12)),
+      *(x, y, xt, yt),
+      prior_precision=1.0,
+      elbo_key=key,
+      elbo_samples=8,
+      eval_key=key,
+      eval_samples=8,
+    )
+  )(w)
+  acc = np.mean(np.sign(xt @ w) == yt)
+  assert float(out["acc_mean"]) == acc and float(out["acc_sample"]) == acc
+  log_joint = np.sum(-np.logaddexp(0, -y * (x @ w))) - 0.5 * w @ w
+  log_joint -= 1.5 * np.log(2 * np.pi)
+  entropy = 1.5 * np.log(2 * np.pi * np.e / 1e12)
+  np.testing.assert_allclose(out["elbo"], log_joint + entropy, rtol=1e-6)
+  assert "nu_mean" not in out
