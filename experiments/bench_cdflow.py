@@ -24,6 +24,7 @@ References:
   Matrices", NeurIPS 2025 (arXiv:2510.25323), Sec. 4.4, Fig. 4.
 """
 
+import functools
 import os
 import time
 
@@ -36,6 +37,7 @@ from experiments import _checks
 from experiments import _cli
 from lib import flows
 from lib import train as train_lib
+from lib.core import rng
 from lib.core import stats as stats_lib
 from lib.core.threads import single_threaded_blas
 
@@ -80,14 +82,13 @@ def _ratio(rounds, slow: str, fast: str) -> tuple[float, float, float]:
   return stats_lib.ratio_interval(rounds[slow], rounds[fast])
 
 
-def bench_size(n, config) -> dict:
-  key = jax.random.key(config.seed)
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _inputs(key, n, m, batch):
+  """Random layer parameters (spread log-scales), W, W^-1 and a batch y: one
+  program per size (eagerly, each of these ~40 ops compiles on its own)."""
   k_p, k_y, k_w = jax.random.split(key, 3)
-  layer = flows.CDLinear(num_channels=n, m=config.m)
-  fft = flows.CDLinear(num_channels=n, m=config.m, implementation="fft")
-  dense = flows.CDLinear(num_channels=n, m=config.m, implementation="dense")
+  layer = flows.CDLinear(num_channels=n, m=m)
   params = layer.init(k_p)
-  # Generic (non-orthogonal) CD weights; the dense baseline uses the same W.
   params["log_abs_diag"] = 0.1 * jax.random.normal(
     k_w, params["log_abs_diag"].shape
   )
@@ -95,8 +96,16 @@ def bench_size(n, config) -> dict:
     k_w, params["log_abs_eig"].shape
   )
   w = layer.dense_matrix(params)
-  w_inv = jnp.linalg.inv(w)
-  y = jax.random.normal(k_y, (config.batch, n))
+  return params, w, jnp.linalg.inv(w), jax.random.normal(k_y, (batch, n))
+
+
+def bench_size(n, config) -> dict:
+  layer = flows.CDLinear(num_channels=n, m=config.m)
+  fft = flows.CDLinear(num_channels=n, m=config.m, implementation="fft")
+  dense = flows.CDLinear(num_channels=n, m=config.m, implementation="dense")
+  params, w, w_inv, y = _inputs(
+    rng.stream(rng.root_key(config.seed), "inputs"), n, config.m, config.batch
+  )
 
   def shift(tree, c):
     return jax.tree.map(lambda v: v + c, tree)
