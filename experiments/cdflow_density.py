@@ -1,17 +1,14 @@
 """CDFlow density estimation: linear-mixing layers compared at equal depth.
 
-Three parts (spec A, experiments E2-E4):
+Three parts (spec A, experiments E2-E4), the objectives in lib.flows.density:
   * vector: RealNVP-style flow on the 64-dim digits, K steps of [actnorm ->
-    linear -> affine coupling] with linear in {dense, cd (m=2), cd3, lu,
-    permutation, identity}; test bits/dim, parameters, step time.
-  * image: multi-scale Glow-style flow on 8x8x1 digits (squeeze/split, CD as
-    the 1x1 channel mixing) for cd vs dense vs lu.
-  * periodic: stationary Gaussian process on a ring (circulant covariance),
-    whose optimal expected NLL is 1/2 sum_k log(2 pi e lambda_k); flows of
-    [actnorm -> linear] steps, CD vs LU, evaluated exactly (the flow is
-    affine, so its expected NLL under the true Gaussian is closed-form).
-
-Figures: samples per layer type, learning curves (test bits/dim vs step).
+    linear -> affine coupling], linear in {dense, cd, cd3, lu, permutation,
+    identity}; test bits/dim, parameters, step time; seeds as one sweep.
+  * image: multi-scale Glow-style flow on 8x8x1 digits (CD as the 1x1
+    channel mixing) for cd vs dense vs lu.
+  * periodic: a stationary Gaussian process on a ring, whose entropy is the
+    optimal expected NLL; affine flows [actnorm -> linear], CD vs LU, scored
+    exactly. Figures: samples per layer type, test bits/dim vs step.
 
 Run: python -m experiments.cdflow_density --config configs/cdflow_density.py:quick \
   --workdir runs/cdflow_density
@@ -42,8 +39,6 @@ from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.flows import density
 
-# -------------------------------------------------------------- checks ---
-
 
 def _is_cd(name: str) -> bool:
   """'cd<m>' with m >= 1 diagonal factors (e.g. 'cd3'); 'cd' is in LINEAR_KINDS."""
@@ -66,10 +61,8 @@ def check_config(config) -> None:
   _checks.integer(o.warmup_steps, "config.optim.warmup_steps", minimum=0)
   _checks.number(o.grad_clip, "config.optim.grad_clip", above=0)
   _checks.integer(config.num_samples, "config.num_samples")
-  parts = {"vector": config.vector, "image": config.image}
-  parts["periodic"] = config.periodic
-  for part, c in parts.items():
-    if not c.enabled:
+  for part in ("vector", "image", "periodic"):
+    if not (c := config[part]).enabled:
       continue
     _checks.names(
       c.linears, flows.LINEAR_KINDS, f"config.{part}.linears", match=_is_cd
@@ -94,17 +87,12 @@ def check_config(config) -> None:
     _checks.integer(p.num_test, "config.periodic.num_test")
 
 
-# ---------------------------------------------------------------- data ---
-
-
 def load_images(config) -> tuple[np.ndarray, np.ndarray]:
   """(train, test) integer-level images (N, H, W, C) as float32."""
   d = config.data
   if d.images_npy:
-    if not os.path.exists(d.images_npy):
-      raise errors.ConfigError(f"data.images_npy {d.images_npy!r} not found")
-    images = density.as_level_images(
-      np.load(d.images_npy), d.num_levels, "data.images_npy"
+    images = density.load_level_images(
+      d.images_npy, d.num_levels, name="data.images_npy"
     )
   else:
     images = load_digits()[0][..., None]
@@ -142,9 +130,7 @@ def train_config(config, num_steps):
   return c
 
 
-def fit_density(
-  config, workdir, model, dq, train_x, test_x, *, seeds, num_steps, name
-):
+def fit_density(config, workdir, model, dq, data, seeds, num_steps, name):
   """Maximum likelihood on dequantised digits, one vmapped member per seed.
 
   Seed s draws the keys a lone run with train.seed = s would draw; every
@@ -153,7 +139,7 @@ def fit_density(
   """
   o, d = config.optim, config.data
   tx = make_optimizer(o.learning_rate, o, num_steps)
-  init_x = train_x[: min(d.init_batch, len(train_x))]
+  init_x = data["train"][: d.init_batch]
 
   def loss_fn(params, y, key):
     del key
@@ -185,7 +171,7 @@ def fit_density(
     train_lib.sweep_stack(seed=seeds),
     workdir=os.path.join(workdir, name),
     config=train_config(config, num_steps),
-    data={"train": train_x, "test": test_x},
+    data=data,
     eval_one=eval_one,
     name=name,
     watch=("loss", "grad_norm"),
@@ -202,76 +188,49 @@ def summarize(result, name, params) -> dict:
   rows = [row for row in result.rows if row["run"] == runs[0]][1:]
   rates = [row["steps_per_sec"] for row in rows if row.get("steps_per_sec")]
   bpds, curve = result.final("test_bpd"), result.evals["test_bpd"][:, 0]
-  nan = float("nan")
   return {
     "test_bpd": float(np.mean(bpds)),
     "test_bpd_std": float(np.std(bpds)),
-    "train_bpd": float(np.mean([last[r].get("train_bpd", nan) for r in runs])),
+    "train_bpd": float(
+      np.mean([last[r].get("train_bpd", np.nan) for r in runs])
+    ),
     "params": num_params(params),
     "linear_params": density.mixing_param_count(params),
-    "step_ms": 1000.0 / float(np.median(rates)) if rates else nan,
+    "step_ms": 1000.0 / float(np.median(rates)) if rates else np.nan,
     "curve": list(zip(result.steps.tolist(), curve.tolist())),
     "diverged_at": result.diverged_at.tolist(),
   }
 
 
-def draw_samples(config, model, dq, params) -> np.ndarray:
-  fn = jax.jit(lambda p, k: dq.sample(model, p, k, config.num_samples))
-  key = rng.stream(rng.root_key(config.train.seed), "samples")
-  return np.asarray(fn(params, key))
-
-
-def run_digits(config, workdir, part, train_imgs, test_imgs):
+def run_digits(config, workdir, part, images):
   """The vector (E2) or image (E3) flows per linear layer: (table, samples)."""
-  c, event_ndims = config[part], 1 if part == "vector" else 3
-  train_x, test_x = train_imgs, test_imgs
-  if part == "vector":
-    train_x = train_imgs.reshape(len(train_imgs), -1)
-    test_x = test_imgs.reshape(len(test_imgs), -1)
-  dq = density.Dequantized(
-    config.data.num_levels, config.data.logit_alpha, event_ndims
-  )
-  seeds = c.seeds if part == "vector" else (config.train.seed,)
+  c, d, vector = config[part], config.data, part == "vector"
+  event = (-1,) if vector else images["train"].shape[1:]
+  data = {k: x.reshape(len(x), *event) for k, x in images.items()}
+  dq = density.Dequantized(d.num_levels, d.logit_alpha, len(event))
+  seeds = c.seeds if vector else (config.train.seed,)
   out, samples = {}, {}
+  sample_key = rng.stream(rng.root_key(config.train.seed), "samples")
   for linear in c.linears:
-    if part == "vector":
-      model = flows.VectorFlow(
-        dim=train_x.shape[1],
-        num_steps=c.num_steps,
-        linear=linear,
-        hidden=c.hidden,
-        num_hidden_layers=c.num_hidden_layers,
-      )
+    if vector:
+      shape, layers = data["train"].shape[1], c.num_hidden_layers
+      model = flows.VectorFlow(shape, c.num_steps, linear, c.hidden, layers)
     else:
-      model = flows.ImageFlow(
-        image_shape=tuple(train_x.shape[1:]),
-        num_levels=c.num_levels,
-        num_steps=c.num_steps,
-        linear=linear,
-        hidden=c.hidden,
-        learned_prior=c.learned_prior,
-      )
+      kw = dict(hidden=c.hidden, learned_prior=c.learned_prior)
+      model = flows.ImageFlow(event, c.num_levels, c.num_steps, linear, **kw)
     name = f"{part}_{linear}"
+    steps = config.train.num_steps if vector else c.train_steps
     result, params = fit_density(
-      config,
-      workdir,
-      model,
-      dq,
-      train_x,
-      test_x,
-      seeds=seeds,
-      num_steps=config.train.num_steps if part == "vector" else c.train_steps,
-      name=name,
+      config, workdir, model, dq, data, seeds, steps, name
     )
     out[linear] = summarize(result, name, params)
-    drawn = draw_samples(config, model, dq, params)
-    if part == "vector":
-      drawn = drawn.reshape(-1, *train_imgs.shape[1:3])
-    else:
-      out[linear].pop("curve")
-      drawn = drawn[..., 0]
+    draw = jax.jit(lambda p, k, m=model: dq.sample(m, p, k, config.num_samples))
+    drawn = np.asarray(draw(params, sample_key))
+    drawn = drawn.reshape(-1, *images["train"].shape[1:])[..., 0]  # (N, H, W)
     samples[f"{part} {linear}"] = drawn
-    logging.info("%s: test bpd %.4f", name, out[linear]["test_bpd"])
+    if not vector:
+      out[linear].pop("curve")
+    logging.info("%s: %s", name, out[linear])
   return out, samples
 
 
@@ -289,13 +248,7 @@ def run_periodic(config, workdir) -> dict:
     return jax.random.normal(key, (num, p.n)) @ chol.T
 
   for linear in p.linears:
-    layers = []
-    for _ in range(p.num_steps):
-      layers += [
-        flows.ActNorm(num_channels=p.n),
-        flows.make_linear(linear, p.n),
-      ]
-    bij = flows.chain(layers)
+    bij = density.affine_flow(linear, p.n, p.num_steps)
 
     def init_fn(key, bij=bij):
       k1, k2 = jax.random.split(key)
@@ -336,9 +289,6 @@ def run_periodic(config, workdir) -> dict:
   return out
 
 
-# -------------------------------------------------------------- figures ---
-
-
 def samples_figure(path, samples, num_levels):
   from experiments._plot import plt
 
@@ -366,9 +316,7 @@ def curves_figure(path, vector_results):
     if r["curve"]:
       steps, bpd = zip(*r["curve"])
       ax.plot(steps, bpd, marker="o", label=linear)
-  ax.set_xlabel("step")
-  ax.set_ylabel("test bits/dim")
-  ax.set_title("Vector flow on digits")
+  ax.set(xlabel="step", ylabel="test bits/dim", title="Vector flow on digits")
   ax.legend(fontsize=8)
   fig.tight_layout()
   train_lib.save_figure(fig, path, dpi=110)
@@ -385,56 +333,37 @@ def run(config, workdir) -> dict:
 def _run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
-  train_imgs, test_imgs = load_images(config)
-  num_dims = int(np.prod(train_imgs.shape[1:]))
+  images = dict(zip(("train", "test"), load_images(config)))
+  num_dims, k = int(np.prod(images["train"].shape[1:])), config.data.num_levels
   results = {
     # A uniform density on [0, 1)^D: the bookkeeping anchor log2(K).
-    "uniform_bpd": float(
-      flows.bits_per_dim(0.0, num_dims, config.data.num_levels)
-    ),
-    "num_train": len(train_imgs),
-    "num_test": len(test_imgs),
+    "uniform_bpd": float(flows.bits_per_dim(0.0, num_dims, k)),
+    "num_train": len(images["train"]),
+    "num_test": len(images["test"]),
   }
   samples = {}
   for part in ("vector", "image"):
     if config[part].enabled:
-      out, drawn = run_digits(config, workdir, part, train_imgs, test_imgs)
+      out, drawn = run_digits(config, workdir, part, images)
       results[part], samples = out, {**samples, **drawn}
       if "cd" in out and "dense" in out:
         gap = out["cd"]["test_bpd"] - out["dense"]["test_bpd"]
         results[f"{part}_cd_minus_dense_bpd"] = gap
       if part == "vector":
-        bpds = [r["test_bpd"] for r in out.values()]
-        results["best_vector_test_bpd"] = min(bpds)
+        results["best_vector_test_bpd"] = min(
+          r["test_bpd"] for r in out.values()
+        )
   if config.periodic.enabled:
     results["periodic"] = run_periodic(config, workdir)
-    if "cd" in results["periodic"]:
-      cd_gap = results["periodic"]["cd"]["gap_nats_per_dim"]
-      results["periodic_cd_gap"] = cd_gap
+    if cd := results["periodic"].get("cd"):
+      results["periodic_cd_gap"] = cd["gap_nats_per_dim"]
   if samples:
     results["samples_figure"] = "samples.png"
-    samples_figure(
-      os.path.join(workdir, "samples.png"), samples, config.data.num_levels
-    )
+    samples_figure(os.path.join(workdir, "samples.png"), samples, k)
   if "vector" in results:
     results["curves_figure"] = "curves.png"
     curves_figure(os.path.join(workdir, "curves.png"), results["vector"])
-  _log_table(results)
   return train_lib.write_results(workdir, results)
-
-
-def _log_table(results):
-  for part in ("vector", "image"):
-    for linear, r in results.get(part, {}).items():
-      logging.info(
-        "%-6s %-12s test bpd %.4f  params %7d  linear params %6d  %.2f ms/step",
-        part,
-        linear,
-        r["test_bpd"],
-        r["params"],
-        r["linear_params"],
-        r["step_ms"],
-      )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import jax
 import jax.numpy as jnp
@@ -37,8 +38,10 @@ import numpy as np
 
 from lib.core import errors
 from lib.core import rng
+from lib.flows import base
 from lib.flows import dequant
 from lib.flows import layers
+from lib.flows.linear import make_linear
 
 # Trainable parameters of the channel-mixing layers (lib.flows.linear,
 # lib.flows.cd_linear); frozen signs and permutations are not counted.
@@ -59,12 +62,16 @@ MIXING_PARAM_NAMES = frozenset(
 _FROZEN_PARAM_NAMES = frozenset({"diag_sign", "perm", "sign"})
 
 
-def as_level_images(images, num_levels: int, source: str) -> np.ndarray:
-  """(N, H, W[, C]) integer levels in [0, K-1] -> float32 (N, H, W, C).
+def load_level_images(path: str, num_levels: int, *, name: str) -> np.ndarray:
+  """A .npy of (N, H, W[, C]) integer levels in [0, K-1] -> float32 (N, H, W, C).
 
-  Raises ShapeError, NonFiniteError or ConfigError naming `source`.
+  Raises ConfigError (missing file, levels out of range), ShapeError or
+  NonFiniteError, each naming the file (`name`: its config key).
   """
-  images = np.asarray(images).astype(np.float32)
+  source = f"{name} {path!r}"
+  if not os.path.exists(path):
+    raise errors.ConfigError(f"{source} not found")
+  images = np.load(path).astype(np.float32)
   if images.ndim == 3:
     images = images[..., None]
   if images.ndim != 4:
@@ -76,7 +83,7 @@ def as_level_images(images, num_levels: int, source: str) -> np.ndarray:
   if images.min() < 0 or images.max() > num_levels - 1:
     raise errors.ConfigError(
       f"{source} values must lie in [0, {num_levels - 1}] "
-      f"(data.num_levels={num_levels}); got [{images.min()}, {images.max()}]"
+      f"(num_levels={num_levels}); got [{images.min()}, {images.max()}]"
     )
   return images
 
@@ -191,6 +198,14 @@ def circulant_gaussian_entropy_per_dim(cov) -> float:
   """Entropy of N(0, C) per dim for circulant C: 1/2 mean_k log(2 pi e lam_k)."""
   lam = np.real(np.fft.fft(np.asarray(cov)[:, 0]))  # circulant eigenvalues
   return float(0.5 * np.mean(np.log(2 * np.pi * np.e * lam)))
+
+
+def affine_flow(linear: str, n: int, num_steps: int) -> base.Chain:
+  """K steps of [actnorm -> linear] on R^n: an affine map x = A z + b (E4)."""
+  bijectors = []
+  for _ in range(num_steps):
+    bijectors += [layers.ActNorm(num_channels=n), make_linear(linear, n)]
+  return base.chain(bijectors)
 
 
 def expected_nll_per_dim(bij, params, cov) -> jax.Array:
