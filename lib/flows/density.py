@@ -174,7 +174,7 @@ def mixing_param_count(params) -> int:
   for path, leaf in jax.tree_util.tree_leaves_with_path(params):
     keys = {getattr(k, "key", None) for k in path}
     if keys & MIXING_PARAM_NAMES and not keys & _FROZEN_PARAM_NAMES:
-      count += int(np.size(leaf))
+      count += math.prod(leaf.shape)
   return count
 
 
