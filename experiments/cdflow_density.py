@@ -1,17 +1,14 @@
 """CDFlow density estimation: linear-mixing layers compared at equal depth.
 
-Three parts (spec A, experiments E2-E4):
+Three parts (spec A, experiments E2-E4), the objectives in lib.flows.density:
   * vector: RealNVP-style flow on the 64-dim digits, K steps of [actnorm ->
-    linear -> affine coupling] with linear in {dense, cd (m=2), cd3, lu,
-    permutation, identity}; test bits/dim, parameters, step time.
-  * image: multi-scale Glow-style flow on 8x8x1 digits (squeeze/split, CD as
-    the 1x1 channel mixing) for cd vs dense vs lu.
-  * periodic: stationary Gaussian process on a ring (circulant covariance),
-    whose optimal expected NLL is 1/2 sum_k log(2 pi e lambda_k); flows of
-    [actnorm -> linear] steps, CD vs LU, evaluated exactly (the flow is
-    affine, so its expected NLL under the true Gaussian is closed-form).
-
-Figures: samples per layer type, learning curves (test bits/dim vs step).
+    linear -> affine coupling], linear in {dense, cd, cd3, lu, permutation,
+    identity}; test bits/dim, parameters, step time; seeds as one sweep.
+  * image: multi-scale Glow-style flow on 8x8x1 digits (CD as the 1x1
+    channel mixing) for cd vs dense vs lu.
+  * periodic: a stationary Gaussian process on a ring, whose entropy is the
+    optimal expected NLL; affine flows [actnorm -> linear], CD vs LU, scored
+    exactly. Figures: samples per layer type, test bits/dim vs step.
 
 Run: python -m experiments.cdflow_density --config configs/cdflow_density.py:quick \
   --workdir runs/cdflow_density
@@ -25,7 +22,6 @@ import math
 import os
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
@@ -41,8 +37,7 @@ from lib.core import rng
 from lib.core.threads import single_threaded_blas
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
-
-# -------------------------------------------------------------- checks ---
+from lib.flows import density
 
 
 def _is_cd(name: str) -> bool:
@@ -66,10 +61,8 @@ def check_config(config) -> None:
   _checks.integer(o.warmup_steps, "config.optim.warmup_steps", minimum=0)
   _checks.number(o.grad_clip, "config.optim.grad_clip", above=0)
   _checks.integer(config.num_samples, "config.num_samples")
-  parts = {"vector": config.vector, "image": config.image}
-  parts["periodic"] = config.periodic
-  for part, c in parts.items():
-    if not c.enabled:
+  for part in ("vector", "image", "periodic"):
+    if not (c := config[part]).enabled:
       continue
     _checks.names(
       c.linears, flows.LINEAR_KINDS, f"config.{part}.linears", match=_is_cd
@@ -94,31 +87,13 @@ def check_config(config) -> None:
     _checks.integer(p.num_test, "config.periodic.num_test")
 
 
-# ---------------------------------------------------------------- data ---
-
-
 def load_images(config) -> tuple[np.ndarray, np.ndarray]:
   """(train, test) integer-level images (N, H, W, C) as float32."""
   d = config.data
   if d.images_npy:
-    if not os.path.exists(d.images_npy):
-      raise errors.ConfigError(f"data.images_npy {d.images_npy!r} not found")
-    images = np.load(d.images_npy).astype(np.float32)
-    if images.ndim == 3:
-      images = images[..., None]
-    if images.ndim != 4:
-      raise errors.ShapeError(
-        f"data.images_npy must hold (N, H, W) or (N, H, W, C), got "
-        f"{images.shape}"
-      )
-    if not np.all(np.isfinite(images)):
-      raise errors.NonFiniteError("data.images_npy has non-finite entries")
-    if images.min() < 0 or images.max() > d.num_levels - 1:
-      raise errors.ConfigError(
-        f"data.images_npy values must lie in [0, {d.num_levels - 1}] "
-        f"(data.num_levels={d.num_levels}); got [{images.min()}, "
-        f"{images.max()}]"
-      )
+    images = density.load_level_images(
+      d.images_npy, d.num_levels, name="data.images_npy"
+    )
   else:
     images = load_digits()[0][..., None]
   train_idx, test_idx = split_indices(
@@ -127,30 +102,13 @@ def load_images(config) -> tuple[np.ndarray, np.ndarray]:
   return images[train_idx], images[test_idx]
 
 
-def preprocess(config, y, event_ndims):
-  """Dequantised y in [0,1) -> flow input and its log-det per example."""
-  alpha = config.data.logit_alpha
-  if alpha <= 0:
-    return y, jnp.zeros(y.shape[: y.ndim - event_ndims], y.dtype)
-  return flows.logit_transform(y, alpha, event_ndims)
-
-
-def postprocess(config, x):
-  """Flow output -> image levels in [0, num_levels - 1] (for figures)."""
-  alpha = config.data.logit_alpha
-  y = flows.inverse_logit_transform(x, alpha) if alpha > 0 else x
-  return jnp.clip(
-    jnp.floor(y * config.data.num_levels), 0, config.data.num_levels - 1
-  )
-
-
 # ------------------------------------------------------ digits training ---
 
 
-def make_optimizer(o, num_steps):
+def make_optimizer(learning_rate, o, num_steps):
   schedule = optax.warmup_cosine_decay_schedule(
     0.0,
-    o.learning_rate,
+    learning_rate,
     warmup_steps=min(o.warmup_steps, max(num_steps - 1, 1)),
     decay_steps=max(num_steps, 2),
   )
@@ -159,10 +117,9 @@ def make_optimizer(o, num_steps):
   )
 
 
-def train_config(config, *, num_steps, seed):
-  """config.train with this run's step count and seed."""
+def train_config(config, num_steps):
+  """config.train with this run's step count."""
   c = ml_collections.ConfigDict(config.train.to_dict())
-  c.seed = seed
   c.num_steps = num_steps
   every = c.log_every
   if 2 <= num_steps < 2 * every:  # >= 2 log lines: the first includes compile
@@ -173,256 +130,125 @@ def train_config(config, *, num_steps, seed):
   return c
 
 
-def density_task(config, model, train_x, test_x, *, event_ndims):
-  """Maximum likelihood on dequantised digits; loss = train bits/dim."""
-  d = config.data
-  num_dims = int(np.prod(train_x.shape[1:]))
-  batch_size = config.optim.batch_size
-  init_x = train_x[: min(d.init_batch, len(train_x))]
+def fit_density(config, workdir, model, dq, data, seeds, num_steps, name):
+  """Maximum likelihood on dequantised digits, one vmapped member per seed.
 
-  def bpd(params, y):
-    x, ld = preprocess(config, y, event_ndims)
-    return flows.bits_per_dim(
-      model.log_prob(params, x) + ld, num_dims, d.num_levels
-    )
+  Seed s draws the keys a lone run with train.seed = s would draw; every
+  member is evaluated on the same dequantisation noise (train.seed's).
+  Returns (the sweep's result, the first seed's params as host arrays).
+  """
+  o, d = config.optim, config.data
+  tx = make_optimizer(o.learning_rate, o, num_steps)
+  init_x = data["train"][: d.init_batch]
 
-  def init_fn(key):
-    k_init, k_deq = jax.random.split(key)
-    y = flows.uniform_dequantize(k_deq, jnp.asarray(init_x), d.num_levels)
-    return model.init(k_init, preprocess(config, y, event_ndims)[0])
-
-  def batch_fn(data, key, step):
-    del step
-    k_idx, k_deq = jax.random.split(key)
-    idx = jax.random.randint(k_idx, (batch_size,), 0, data["train"].shape[0])
-    return flows.uniform_dequantize(k_deq, data["train"][idx], d.num_levels)
-
-  def loss_fn(params, batch, key):
+  def loss_fn(params, y, key):
     del key
-    loss = jnp.mean(bpd(params, batch))
+    loss = dq.loss(model, params, y)
     return loss, {"train_bpd": loss}
 
-  def eval_fn(params, data):
-    # Fixed dequantisation draws so every evaluation sees the same noise.
-    eval_root = rng.root_key(config.train.seed)
-    draws = [
-      jnp.mean(
-        bpd(
-          params,
-          flows.uniform_dequantize(
-            rng.stream(eval_root, "dequantize", i),
-            data["test"],
-            d.num_levels,
-          ),
-        )
-      )
-      for i in range(d.eval_draws)
-    ]
-    return {"test_bpd": jnp.mean(jnp.stack(draws))}
+  train_step = train_lib.make_train_step(loss_fn, tx)
 
-  data = {"train": train_x, "test": test_x}
-  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+  def init_one(key, setting):
+    del key
+    key = rng.stream(rng.root_key(setting["seed"]), "init")
+    return train_lib.create_state(dq.init(model, key, init_x), tx)
 
+  def step_one(state, data, key, step, setting):
+    del key
+    key = rng.stream(rng.root_key(setting["seed"]), "step", step)
+    y = dq.batch(rng.stream(key, "data"), data["train"], o.batch_size)
+    return train_step(state, y, rng.stream(key, "loss"))
 
-def fit_density(
-  config, model, train_x, test_x, *, event_ndims, workdir, name, num_steps, seed
-):
-  task = density_task(config, model, train_x, test_x, event_ndims=event_ndims)
-  state, history = train_lib.fit(
-    task,
-    make_optimizer(config.optim, num_steps),
-    workdir=workdir,
-    config=train_config(config, num_steps=num_steps, seed=seed),
+  def eval_one(state, data, setting):
+    del setting
+    key = rng.root_key(config.train.seed)
+    bpd = dq.heldout_bpd(model, state.params, data["test"], key, d.eval_draws)
+    return {"test_bpd": bpd}
+
+  result = train_lib.run_sweep(
+    init_one,
+    step_one,
+    train_lib.sweep_stack(seed=seeds),
+    workdir=os.path.join(workdir, name),
+    config=train_config(config, num_steps),
+    data=data,
+    eval_one=eval_one,
     name=name,
+    watch=("loss", "grad_norm"),
   )
-  rates = [h["steps_per_sec"] for h in history[1:] if h.get("steps_per_sec")]
-  curve = [(h["step"], h["test_bpd"]) for h in history if "test_bpd" in h]
-  # num_steps=0 leaves one evaluation row of the initial model, no train_bpd.
-  final = history[-1] if history else {}
-  return state.params, {
-    "test_bpd": final.get("test_bpd", float("nan")),
-    "train_bpd": final.get("train_bpd", float("nan")),
-    "params": num_params(state.params),
-    "linear_params": 0,
-    "step_ms": 1000.0 / float(np.median(rates)) if rates else float("nan"),
-    "curve": curve,
+  params = jax.tree.map(lambda x: np.asarray(x)[0], result.state.params)
+  return result, params
+
+
+def summarize(result, name, params) -> dict:
+  """Test/train bits/dim over seeds, sizes, step time, the first seed's curve."""
+  runs = [f"{name}/{n}" for n in result.settings.names]
+  last = {row["run"]: row for row in result.rows}
+  # The first log line includes the compile time.
+  rows = [row for row in result.rows if row["run"] == runs[0]][1:]
+  rates = [row["steps_per_sec"] for row in rows if row.get("steps_per_sec")]
+  bpds, curve = result.final("test_bpd"), result.evals["test_bpd"][:, 0]
+  return {
+    "test_bpd": float(np.mean(bpds)),
+    "test_bpd_std": float(np.std(bpds)),
+    "train_bpd": float(
+      np.mean([last[r].get("train_bpd", np.nan) for r in runs])
+    ),
+    "params": num_params(params),
+    "linear_params": density.mixing_param_count(params),
+    "step_ms": 1000.0 / float(np.median(rates)) if rates else np.nan,
+    "curve": list(zip(result.steps.tolist(), curve.tolist())),
+    "diverged_at": result.diverged_at.tolist(),
   }
 
 
-def draw_samples(config, model, params, temperature=0.8) -> np.ndarray:
-  """Samples at a reduced temperature (Glow), as integer levels."""
-  fn = jax.jit(
-    lambda p, k: postprocess(
-      config, model.sample(p, k, config.num_samples, temperature)
+def run_digits(config, workdir, part, images):
+  """The vector (E2) or image (E3) flows per linear layer: (table, samples)."""
+  c, d, vector = config[part], config.data, part == "vector"
+  event = (-1,) if vector else images["train"].shape[1:]
+  data = {k: x.reshape(len(x), *event) for k, x in images.items()}
+  dq = density.Dequantized(d.num_levels, d.logit_alpha, len(event))
+  seeds = c.seeds if vector else (config.train.seed,)
+  out, samples = {}, {}
+  sample_key = rng.stream(rng.root_key(config.train.seed), "samples")
+  for linear in c.linears:
+    if vector:
+      shape, layers = data["train"].shape[1], c.num_hidden_layers
+      model = flows.VectorFlow(shape, c.num_steps, linear, c.hidden, layers)
+    else:
+      kw = dict(hidden=c.hidden, learned_prior=c.learned_prior)
+      model = flows.ImageFlow(event, c.num_levels, c.num_steps, linear, **kw)
+    name = f"{part}_{linear}"
+    steps = config.train.num_steps if vector else c.train_steps
+    result, params = fit_density(
+      config, workdir, model, dq, data, seeds, steps, name
     )
-  )
-  key = rng.stream(rng.root_key(config.train.seed), "samples")
-  return np.asarray(fn(params, key))
-
-
-def linear_param_count(model, params) -> int:
-  """Trainable parameters of the mixing layers (signs/permutations excluded)."""
-  frozen = ("diag_sign", "perm", "sign")
-  count = 0
-  for path, leaf in jax.tree_util.tree_leaves_with_path(params):
-    keys = [getattr(k, "key", None) for k in path]
-    if any(k in frozen for k in keys):
-      continue
-    if any(
-      k
-      in (
-        "log_abs_diag",
-        "log_abs_eig",
-        "phase",
-        "weight",
-        "lower",
-        "upper",
-        "log_s",
-        "diag",
-        "eig_re",
-        "eig_im",
-      )
-      for k in keys
-    ):
-      count += leaf.size
-  return count
-
-
-def run_vector(config, workdir, train_imgs, test_imgs, results, samples):
-  v = config.vector
-  train_x = train_imgs.reshape(len(train_imgs), -1)
-  test_x = test_imgs.reshape(len(test_imgs), -1)
-  out = {}
-  for linear in v.linears:
-    model = flows.VectorFlow(
-      dim=train_x.shape[1],
-      num_steps=v.num_steps,
-      linear=linear,
-      hidden=v.hidden,
-      num_hidden_layers=v.num_hidden_layers,
-    )
-    runs = []
-    for seed in v.seeds:
-      name = f"vector_{linear}_s{seed}"
-      params, r = fit_density(
-        config,
-        model,
-        train_x,
-        test_x,
-        event_ndims=1,
-        workdir=os.path.join(workdir, name),
-        name=name,
-        num_steps=config.train.num_steps,
-        seed=seed,
-      )
-      r["linear_params"] = linear_param_count(model, params)
-      runs.append(r)
-      if seed == v.seeds[0]:
-        samples[f"vector {linear}"] = draw_samples(
-          config, model, params
-        ).reshape(-1, *train_imgs.shape[1:3])
-      logging.info("%s: test bpd %.4f", name, r["test_bpd"])
-    bpds = [r["test_bpd"] for r in runs]
-    out[linear] = {
-      "test_bpd": float(np.mean(bpds)),
-      "test_bpd_std": float(np.std(bpds)),
-      "train_bpd": float(np.mean([r["train_bpd"] for r in runs])),
-      "params": runs[0]["params"],
-      "linear_params": runs[0]["linear_params"],
-      "step_ms": float(np.mean([r["step_ms"] for r in runs])),
-      "curve": runs[0]["curve"],
-    }
-  results["vector"] = out
-  if "cd" in out and "dense" in out:
-    results["vector_cd_minus_dense_bpd"] = (
-      out["cd"]["test_bpd"] - out["dense"]["test_bpd"]
-    )
-  results["best_vector_test_bpd"] = min(r["test_bpd"] for r in out.values())
-
-
-def run_image(config, workdir, train_imgs, test_imgs, results, samples):
-  im = config.image
-  out = {}
-  for linear in im.linears:
-    model = flows.ImageFlow(
-      image_shape=tuple(train_imgs.shape[1:]),
-      num_levels=im.num_levels,
-      num_steps=im.num_steps,
-      linear=linear,
-      hidden=im.hidden,
-      learned_prior=im.learned_prior,
-    )
-    name = f"image_{linear}"
-    params, r = fit_density(
-      config,
-      model,
-      train_imgs,
-      test_imgs,
-      event_ndims=3,
-      workdir=os.path.join(workdir, name),
-      name=name,
-      num_steps=im.train_steps,
-      seed=config.train.seed,
-    )
-    r["linear_params"] = linear_param_count(model, params)
-    samples[f"image {linear}"] = draw_samples(config, model, params)[..., 0]
-    r.pop("curve")
-    out[linear] = r
-    logging.info("%s: test bpd %.4f", name, r["test_bpd"])
-  results["image"] = out
-  if "cd" in out and "dense" in out:
-    results["image_cd_minus_dense_bpd"] = (
-      out["cd"]["test_bpd"] - out["dense"]["test_bpd"]
-    )
+    out[linear] = summarize(result, name, params)
+    draw = jax.jit(lambda p, k, m=model: dq.sample(m, p, k, config.num_samples))
+    drawn = np.asarray(draw(params, sample_key))
+    drawn = drawn.reshape(-1, *images["train"].shape[1:])[..., 0]  # (N, H, W)
+    samples[f"{part} {linear}"] = drawn
+    if not vector:
+      out[linear].pop("curve")
+    logging.info("%s: %s", name, out[linear])
+  return out, samples
 
 
 # ------------------------------------------------------- periodic proxy ---
 
 
-def ring_covariance(p) -> np.ndarray:
-  """Circulant covariance of a periodic RBF kernel on n points of a ring."""
-  n = p.n
-  dist = np.arange(n) / n
-  col = np.exp(-2 * np.sin(np.pi * dist) ** 2 / p.lengthscale**2)
-  col[0] += p.noise
-  idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
-  return col[idx]
-
-
-def gaussian_optimum_nats_per_dim(cov) -> float:
-  """Entropy of N(0, cov) per dim = 1/2 mean_k log(2 pi e lambda_k)."""
-  lam = np.real(np.fft.fft(cov[:, 0]))  # circulant eigenvalues
-  return float(0.5 * np.mean(np.log(2 * np.pi * np.e * lam)))
-
-
-def expected_nll_per_dim(bij, params, cov) -> jax.Array:
-  """E_{x ~ N(0, cov)}[-log q(x)] / n for the affine flow x = A z + b."""
-  n = cov.shape[0]
-  b = bij.forward(params, jnp.zeros((1, n)))[0]
-  a = jax.jacfwd(lambda z: bij.forward(params, z[None])[0])(jnp.zeros(n))
-  s = a @ a.T
-  _, logdet = jnp.linalg.slogdet(2 * jnp.pi * s)
-  quad = jnp.trace(jnp.linalg.solve(s, cov)) + b @ jnp.linalg.solve(s, b)
-  return 0.5 * (quad + logdet) / n
-
-
-def run_periodic(config, workdir, results):
+def run_periodic(config, workdir) -> dict:
   p = config.periodic
-  cov = ring_covariance(p)
+  cov = density.ring_covariance(p.n, p.lengthscale, p.noise)
   chol = np.linalg.cholesky(cov).astype(np.float32)
-  optimum = gaussian_optimum_nats_per_dim(cov)
+  optimum = density.circulant_gaussian_entropy_per_dim(cov)
   out = {"optimum_nats_per_dim": optimum}
-  for linear in p.linears:
-    layers = []
-    for _ in range(p.num_steps):
-      layers += [
-        flows.ActNorm(num_channels=p.n),
-        flows.make_linear(linear, p.n),
-      ]
-    bij = flows.chain(layers)
 
-    def sample(key, num):
-      return jax.random.normal(key, (num, p.n)) @ chol.T
+  def sample(key, num):
+    return jax.random.normal(key, (num, p.n)) @ chol.T
+
+  for linear in p.linears:
+    bij = density.affine_flow(linear, p.n, p.num_steps)
 
     def init_fn(key, bij=bij):
       k1, k2 = jax.random.split(key)
@@ -434,45 +260,33 @@ def run_periodic(config, workdir, results):
 
     def loss_fn(params, batch, key, bij=bij):
       del key
-      z, ld = bij.inverse_and_log_det(params, batch)
-      nll = -jnp.mean(flows.standard_normal_log_prob(z, 1) + ld) / p.n
-      return nll, {}
+      return density.nll_per_dim(bij, params, batch), {}
 
     def eval_fn(params, data, bij=bij):
       del data
-      return {"expected_nll": expected_nll_per_dim(bij, params, cov)}
+      key = rng.stream(rng.root_key(config.train.seed), "periodic_test")
+      return {
+        "expected_nll": density.expected_nll_per_dim(bij, params, cov),
+        "test_nll": density.nll_per_dim(bij, params, sample(key, p.num_test)),
+      }
 
-    task = train_lib.Task(init_fn, loss_fn, batch_fn, {}, eval_fn)
-    opt = config.optim.copy_and_resolve_references()
-    opt.learning_rate = p.learning_rate
+    name = f"periodic_{linear}"
     state, history = train_lib.fit(
-      task,
-      make_optimizer(opt, p.train_steps),
-      workdir=os.path.join(workdir, f"periodic_{linear}"),
-      config=train_config(
-        config, num_steps=p.train_steps, seed=config.train.seed
-      ),
-      name=f"periodic_{linear}",
+      train_lib.Task(init_fn, loss_fn, batch_fn, {}, eval_fn),
+      make_optimizer(p.learning_rate, config.optim, p.train_steps),
+      workdir=os.path.join(workdir, name),
+      config=train_config(config, p.train_steps),
+      name=name,
     )
-    exact = float(expected_nll_per_dim(bij, state.params, cov))
-    test = sample(
-      rng.stream(rng.root_key(config.train.seed), "periodic_test"), p.num_test
-    )
-    z, ld = bij.inverse_and_log_det(state.params, test)
-    test_nll = float(-jnp.mean(flows.standard_normal_log_prob(z, 1) + ld) / p.n)
+    final = history[-1]
     out[linear] = {
-      "expected_nll": exact,
-      "gap_nats_per_dim": exact - optimum,
-      "test_nll": test_nll,
+      "expected_nll": final["expected_nll"],
+      "gap_nats_per_dim": final["expected_nll"] - optimum,
+      "test_nll": final["test_nll"],
       "params": num_params(state.params),
     }
-    logging.info("periodic %s: gap %.5f nats/dim", linear, exact - optimum)
-  results["periodic"] = out
-  if "cd" in out:
-    results["periodic_cd_gap"] = out["cd"]["gap_nats_per_dim"]
-
-
-# -------------------------------------------------------------- figures ---
+    logging.info("%s: gap %.5f nats/dim", name, out[linear]["gap_nats_per_dim"])
+  return out
 
 
 def samples_figure(path, samples, num_levels):
@@ -502,9 +316,7 @@ def curves_figure(path, vector_results):
     if r["curve"]:
       steps, bpd = zip(*r["curve"])
       ax.plot(steps, bpd, marker="o", label=linear)
-  ax.set_xlabel("step")
-  ax.set_ylabel("test bits/dim")
-  ax.set_title("Vector flow on digits")
+  ax.set(xlabel="step", ylabel="test bits/dim", title="Vector flow on digits")
   ax.legend(fontsize=8)
   fig.tight_layout()
   train_lib.save_figure(fig, path, dpi=110)
@@ -521,47 +333,37 @@ def run(config, workdir) -> dict:
 def _run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
-  train_imgs, test_imgs = load_images(config)
-  num_dims = int(np.prod(train_imgs.shape[1:]))
+  images = dict(zip(("train", "test"), load_images(config)))
+  num_dims, k = int(np.prod(images["train"].shape[1:])), config.data.num_levels
   results = {
     # A uniform density on [0, 1)^D: the bookkeeping anchor log2(K).
-    "uniform_bpd": float(
-      flows.bits_per_dim(0.0, num_dims, config.data.num_levels)
-    ),
-    "num_train": len(train_imgs),
-    "num_test": len(test_imgs),
+    "uniform_bpd": float(flows.bits_per_dim(0.0, num_dims, k)),
+    "num_train": len(images["train"]),
+    "num_test": len(images["test"]),
   }
   samples = {}
-  if config.vector.enabled:
-    run_vector(config, workdir, train_imgs, test_imgs, results, samples)
-  if config.image.enabled:
-    run_image(config, workdir, train_imgs, test_imgs, results, samples)
+  for part in ("vector", "image"):
+    if config[part].enabled:
+      out, drawn = run_digits(config, workdir, part, images)
+      results[part], samples = out, {**samples, **drawn}
+      if "cd" in out and "dense" in out:
+        gap = out["cd"]["test_bpd"] - out["dense"]["test_bpd"]
+        results[f"{part}_cd_minus_dense_bpd"] = gap
+      if part == "vector":
+        results["best_vector_test_bpd"] = min(
+          r["test_bpd"] for r in out.values()
+        )
   if config.periodic.enabled:
-    run_periodic(config, workdir, results)
+    results["periodic"] = run_periodic(config, workdir)
+    if cd := results["periodic"].get("cd"):
+      results["periodic_cd_gap"] = cd["gap_nats_per_dim"]
   if samples:
     results["samples_figure"] = "samples.png"
-    samples_figure(
-      os.path.join(workdir, "samples.png"), samples, config.data.num_levels
-    )
+    samples_figure(os.path.join(workdir, "samples.png"), samples, k)
   if "vector" in results:
     results["curves_figure"] = "curves.png"
     curves_figure(os.path.join(workdir, "curves.png"), results["vector"])
-  _log_table(results)
   return train_lib.write_results(workdir, results)
-
-
-def _log_table(results):
-  for part in ("vector", "image"):
-    for linear, r in results.get(part, {}).items():
-      logging.info(
-        "%-6s %-12s test bpd %.4f  params %7d  linear params %6d  %.2f ms/step",
-        part,
-        linear,
-        r["test_bpd"],
-        r["params"],
-        r["linear_params"],
-        r["step_ms"],
-      )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from lib import flows
 from lib import models
 from lib import train as train_lib
 from lib.data import text
+from lib.flows import density
 from lib.pde import solver
 from tests import helpers
 
@@ -104,9 +105,8 @@ def test_quartet_llama_step(platform, fast_compile):
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)
 def test_cd_flow_step(platform, fast_compile):
   config = cdflow_config.get_config("quick,smoke")
-  train_imgs, test_imgs = cdflow_density.load_images(config)
+  train_imgs, _ = cdflow_density.load_images(config)
   train_x = train_imgs.reshape(len(train_imgs), -1)
-  test_x = test_imgs.reshape(len(test_imgs), -1)
   v = config.vector
   model = flows.VectorFlow(
     dim=train_x.shape[1],
@@ -115,15 +115,23 @@ def test_cd_flow_step(platform, fast_compile):
     hidden=v.hidden,
     num_hidden_layers=v.num_hidden_layers,
   )
-  task = cdflow_density.density_task(
-    config, model, train_x, test_x, event_ndims=1
-  )
+  d = config.data
+  dq = density.Dequantized(d.num_levels, d.logit_alpha, event_ndims=1)
+
+  def loss_fn(params, y, key):
+    del key
+    return dq.loss(model, params, y), {}
+
   key = jax.random.key(0)
   with helpers.on("cpu"):
-    params = jax.jit(task.init_fn)(key)
-    batch = jax.jit(task.batch_fn)(task.data, key, 0)
+    params = jax.jit(dq.init, static_argnums=0)(
+      model, key, train_x[: d.init_batch]
+    )
+    batch = jax.jit(dq.batch, static_argnums=2)(
+      key, train_x, config.optim.batch_size
+    )
   _compare(
-    "cd_flow", platform, task.loss_fn, params, batch, key,
+    "cd_flow", platform, loss_fn, params, batch, key,
     loss_tol=1e-5, step_tol=1e-4,
   )  # fmt: skip
 
