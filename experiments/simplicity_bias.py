@@ -85,9 +85,14 @@ def cluster_data(config) -> dict:
     d=d.d,
     sz=d.sz,
   )
-  x, y = sample(rng.stream(root, "train_data"), d.n)
-  x_test, y_test = sample(rng.stream(root, "test_data"), d.n_test)
-  return {"x": x, "y": y, "x_test": x_test, "y_test": y_test}
+
+  @jax.jit  # one program (eagerly, each of its ~50 ops compiles alone)
+  def draw(root):
+    x, y = sample(rng.stream(root, "train_data"), d.n)
+    x_test, y_test = sample(rng.stream(root, "test_data"), d.n_test)
+    return {"x": x, "y": y, "x_test": x_test, "y_test": y_test}
+
+  return draw(root)
 
 
 def cluster_task(config, data) -> train_lib.Task:
@@ -124,14 +129,19 @@ def analytic_accuracies(config, data) -> dict:
   """Monte-Carlo accuracies of the fixed predictors on the test set (spec A.3)."""
   d = config.data
   x, y = data["x_test"], data["y_test"]
-  bayes = data_lib.bayes_logodds(x, mu=d.mu, omega=d.omega, sy=d.sy)
-  acc = lambda score: float(jnp.mean(jnp.sign(score) == y))
-  return {
-    "bayes": acc(bayes),
-    "linear_sign_x1": acc(x[:, 0]),
-    "signgd_rule": acc(3 * x[:, 0] + jnp.abs(x[:, 1])),
-    "bayes_piecewise": acc(d.omega * x[:, 0] + jnp.abs(x[:, 1])),
-  }
+
+  @jax.jit
+  def accuracies(x, y):
+    bayes = data_lib.bayes_logodds(x, mu=d.mu, omega=d.omega, sy=d.sy)
+    acc = lambda score: jnp.mean(jnp.sign(score) == y)
+    return {
+      "bayes": acc(bayes),
+      "linear_sign_x1": acc(x[:, 0]),
+      "signgd_rule": acc(3 * x[:, 0] + jnp.abs(x[:, 1])),
+      "bayes_piecewise": acc(d.omega * x[:, 0] + jnp.abs(x[:, 1])),
+    }
+
+  return {k: float(v) for k, v in accuracies(x, y).items()}
 
 
 def boundary_figure(path, config, data, weights: dict) -> None:
@@ -170,6 +180,17 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
   results = {"analytic": analytic_accuracies(config, data)}
   weights = {}
   a = two_layer.outer_weights(config.model.m)
+
+  @jax.jit  # one program for every optimizer's weights
+  def crossings(W):
+    f = lambda p: two_layer.two_layer_relu(
+      W, a, jnp.pad(p, ((0, 0), (0, config.data.d - 2)))
+    )
+    return (
+      two_layer.boundary_crossing(f, config.boundary_x2),
+      two_layer.boundary_crossing(f, -config.boundary_x2),
+    )
+
   for name in config.optimizers:
     state, history = train_lib.fit(
       cluster_task(config, data),
@@ -180,9 +201,7 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
     )
     W = state.params["W"]
     weights[name] = W
-    f = lambda p, W=W: two_layer.two_layer_relu(
-      W, a, jnp.pad(p, ((0, 0), (0, config.data.d - 2)))
-    )
+    x1_pos, x1_neg = crossings(W)
     # num_steps=0 leaves one evaluation row of the initial model, no loss.
     final = history[-1] if history else {}
     nan = float("nan")
@@ -191,12 +210,8 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
       "test_acc": final.get("test_acc", nan),
       "agree_sign_x1": final.get("agree_sign_x1", nan),
       "neuron_mass": final.get("neuron_mass", nan),
-      "boundary_x1_pos": float(
-        two_layer.boundary_crossing(f, config.boundary_x2)
-      ),
-      "boundary_x1_neg": float(
-        two_layer.boundary_crossing(f, -config.boundary_x2)
-      ),
+      "boundary_x1_pos": float(x1_pos),
+      "boundary_x1_neg": float(x1_neg),
     }
     logging.info("%s: %s", name, results[name])
   if "gd" in results and "adam" in results:
