@@ -43,7 +43,6 @@ METHODS = {
 }
 CHANCE = 0.2  # task-incremental accuracy of a guess among 5 classes
 TASKS = {"a": range(5), "b": range(5, 10)}  # pretrain on a, fine-tune on b
-EVALS = ("train_loss", "new_acc", "old_acc", "drift", "frac_changed")
 
 
 def _xent(model, params, x, y):
@@ -51,11 +50,13 @@ def _xent(model, params, x, y):
   return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
-def _accuracy(model, params, x, y, lo):
+def _accuracy(model, params, d, task, lo):  # On the task's test set.
+  x, y = d[f"x_{task}_test"], d[f"y_{task}_test"]
   return nanoadam_lib.task_accuracy(model.apply(params, x), y, lo)
 
 
-def _batch(x, y, key, batch_size):
+def _batch(d, task, key, batch_size):  # From the task's training set.
+  x, y = d[f"x_{task}_train"], d[f"y_{task}_train"]
   idx = jax.random.randint(key, (batch_size,), 0, x.shape[0])
   return {"x": x[idx], "y": y[idx]}
 
@@ -63,22 +64,13 @@ def _batch(x, y, key, batch_size):
 def pretrain(config, model, data, workdir):
   """Adam on task a: (params, task-a test accuracy)."""
   c = config.pretrain
-
-  def init_fn(key):
-    return model.init(key, jnp.zeros((1, 64)))
-
-  def loss_fn(params, batch, key):
-    del key
-    return _xent(model, params, batch["x"], batch["y"]), {}
-
-  def batch_fn(d, key, step):
-    del step
-    return _batch(d["x_a_train"], d["y_a_train"], key, c.batch_size)
-
-  def eval_fn(params, d):
-    return {"acc_a": _accuracy(model, params, d["x_a_test"], d["y_a_test"], 0)}
-
-  task = train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+  task = train_lib.Task(
+    init_fn=lambda key: model.init(key, jnp.zeros((1, 64))),
+    loss_fn=lambda p, b, key: (_xent(model, p, b["x"], b["y"]), {}),
+    batch_fn=lambda d, key, step: _batch(d, "a", key, c.batch_size),
+    data=data,
+    eval_fn=lambda p, d: {"acc_a": _accuracy(model, p, d, "a", 0)},
+  )
   state, history = train_lib.fit(
     task,
     optax.adam(c.lr),
@@ -161,8 +153,7 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     del step
 
     def one(s):
-      key_s = jax.random.fold_in(key, s)
-      return _batch(d["x_b_train"], d["y_b_train"], key_s, c.batch_size)
+      return _batch(d, "b", jax.random.fold_in(key, s), c.batch_size)
 
     return jax.vmap(one)(jnp.arange(c.seeds))
 
@@ -181,8 +172,8 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     params = member["params"]
     return {
       "train_loss": _xent(model, params, d["x_b_train"], d["y_b_train"]),
-      "new_acc": _accuracy(model, params, d["x_b_test"], d["y_b_test"], 5),
-      "old_acc": _accuracy(model, params, d["x_a_test"], d["y_a_test"], 0),
+      "new_acc": _accuracy(model, params, d, "b", 5),
+      "old_acc": _accuracy(model, params, d, "a", 0),
       **nanoadam_lib.drift(params, d["params0"]),
     }
 
@@ -198,7 +189,7 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     name=method,
     freeze_diverged=False,  # A diverged run trains on (scored at chance).
   )
-  out = {k: result.final(k) for k in EVALS}
+  out = {k: result.final(k) for k in result.evals}
   out["diverged"] = result.diverged | ~np.isfinite(out["train_loss"])
   for k in ("new_acc", "old_acc"):  # A diverged run counts as chance.
     out[k] = np.where(out["diverged"] | ~np.isfinite(out[k]), CHANCE, out[k])
