@@ -16,6 +16,7 @@ References: Zhou, Jacobs, Gadhikar, Burkholz, "Pay Attention to Small
 Weights", NeurIPS 2025.
 """
 
+import functools
 import math
 import os
 
@@ -103,12 +104,6 @@ def make_optimizer(method, lr, config, seed=0):
   )
 
 
-def _grid(config):
-  """The (lr, seed) grid of every method's sweep, lr-major."""
-  c = config.finetune
-  return train_lib.sweep_grid(lr=tuple(c.lrs), seed=range(c.seeds))
-
-
 def check_config(config) -> None:
   """Every method name and option, before data preparation (one-line errors)."""
   c = config.finetune
@@ -131,7 +126,23 @@ def check_config(config) -> None:
     errors.ConfigError,
     f"config.finetune.seeds={c.seeds!r} must be an integer >= 1",
   )
-  _grid(config)  # Repeated learning rates.
+  train_lib.sweep_grid(lr=lrs, seed=range(c.seeds))  # Repeated lrs.
+
+
+@functools.cache
+def evaluator(model):
+  """Jitted (stacked params, data) -> final metrics per run: one program for
+  every method's sweep (their params have the same shapes)."""
+
+  def one(params, d):
+    return {
+      "train_loss": _xent(model, params, d["x_b_train"], d["y_b_train"]),
+      "new_acc": _accuracy(model, params, d, "b", 5),
+      "old_acc": _accuracy(model, params, d, "a", 0),
+      **nanoadam_lib.drift(params, d["params0"]),
+    }
+
+  return jax.jit(jax.vmap(one, in_axes=(0, None)))
 
 
 def finetune_sweep(config, model, params0, data, method, workdir):
@@ -167,29 +178,21 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     new = {"params": optax.apply_updates(params, updates), "opt": opt}
     return new, {"loss": loss}
 
-  def eval_one(member, d, setting):
-    del setting
-    params = member["params"]
-    return {
-      "train_loss": _xent(model, params, d["x_b_train"], d["y_b_train"]),
-      "new_acc": _accuracy(model, params, d, "b", 5),
-      "old_acc": _accuracy(model, params, d, "a", 0),
-      **nanoadam_lib.drift(params, d["params0"]),
-    }
-
   result = train_lib.run_sweep(
     init_one,
     step_one,
-    _grid(config),
+    train_lib.sweep_grid(lr=tuple(c.lrs), seed=range(c.seeds)),  # lr-major
     workdir=os.path.join(workdir, "finetune", method),
     config=c.train,
-    data={**data, "params0": params0},
+    data=data,
     batch_fn=batch_fn,
-    eval_one=eval_one,
     name=method,
     freeze_diverged=False,  # A diverged run trains on (scored at chance).
   )
-  out = {k: result.final(k) for k in result.evals}
+  evaluate = evaluator(model)
+  final = evaluate(result.state["params"], {**data, "params0": params0})
+  shape = result.settings.shape
+  out = {k: np.asarray(v, np.float64).reshape(shape) for k, v in final.items()}
   out["diverged"] = result.diverged | ~np.isfinite(out["train_loss"])
   for k in ("new_acc", "old_acc"):  # A diverged run counts as chance.
     out[k] = np.where(out["diverged"] | ~np.isfinite(out[k]), CHANCE, out[k])
@@ -261,9 +264,8 @@ def paired_vs(summary, baselines, key, sign, level) -> dict | None:
     a, b = nano[f"{key}_by_seed"], b[f"{key}_by_seed"]
     return stats_lib.paired_difference(a, b, level, sign)
 
-  return _against(
-    summary, baselines, lambda m: m["selected_lr"] is not None, diff
-  )
+  usable = lambda m: m["selected_lr"] is not None  # noqa: E731
+  return _against(summary, baselines, usable, diff)
 
 
 def lr_ratio_vs(summary, baselines) -> dict | None:
@@ -366,11 +368,9 @@ def run(config, workdir) -> dict:
     with sweep.run(f"finetune/{method}"):
       s = finetune_sweep(config, model, params0, data, method, workdir)
     sweeps[method] = s
+    new, bad = np.round(s["new_acc"].mean(1), 4), s["diverged"].sum(1)
     logging.info(
-      "%s: new-task acc by lr %s; diverged runs by lr %s",
-      method,
-      np.round(s["new_acc"].mean(1), 4),
-      s["diverged"].sum(1),
+      "%s: new-task acc by lr %s; diverged by lr %s", method, new, bad
     )
   summary = summarize(config, sweeps, old_acc_pre)
   scratch = rng.stream(rng.root_key(config.seed), "scratch")
