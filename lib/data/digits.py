@@ -1,5 +1,7 @@
 """scikit-learn's bundled 8x8 digits (1797 images, 17 grey levels)."""
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from lib.core import errors
@@ -29,3 +31,32 @@ def split_indices(
   perm = np.random.default_rng(seed).permutation(n)
   n_test = int(round(n * test_fraction))
   return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def class_tasks(
+  tasks: dict[str, Sequence[int]], *, test_fraction: float, seed: int
+) -> dict[str, np.ndarray]:
+  """The digits as tasks of disjoint classes, each with train and test parts.
+
+  One random train/test split of all images (`split_indices`), then per task
+  the images of its classes, e.g. tasks={"a": range(5), "b": range(5, 10)}:
+  NanoAdam's pretraining task (digits 0-4) and fine-tuning task (5-9).
+
+  Returns:
+    "x_<task>_<part>": float32 (n, 64), grey levels / 16 in [0, 1], and
+    "y_<task>_<part>": int32 (n,) digit labels, for part in train, test.
+
+  References:
+    Zhou, Jacobs, Gadhikar, Burkholz, "Pay Attention to Small Weights"
+    (NanoAdam), NeurIPS 2025 (fine-tuning on a new task, forgetting the old).
+  """
+  images, labels = load_digits()
+  x = images.reshape(len(images), -1) / 16.0
+  train, test = split_indices(len(x), test_fraction=test_fraction, seed=seed)
+  out = {}
+  for name, classes in tasks.items():
+    for part, idx in (("train", train), ("test", test)):
+      sel = idx[np.isin(labels[idx], list(classes))]
+      out[f"x_{name}_{part}"] = x[sel].astype(np.float32)
+      out[f"y_{name}_{part}"] = labels[sel].astype(np.int32)
+  return out

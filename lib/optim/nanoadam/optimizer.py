@@ -231,7 +231,12 @@ def nanoadam(
     """Masked Adam on one (non-dense) leaf."""
     k_max = s.indices.shape[0]
     k = k_at(step, p.size, False)
-    refresh = (step % mask_interval == 0) | (k != s.k)
+    # A function of the step alone (s.k == k_at(step - 1) after every update):
+    # with the step shared by a vmapped stack of runs (`with_step`), the
+    # predicate stays unbatched and this lax.cond a branch.
+    refresh = (step % mask_interval == 0) | (
+      k != k_at(jnp.maximum(step - 1, 0), p.size, False)
+    )
 
     def do_refresh(s):
       idx = select(p, k_max, False, step, i)
@@ -326,11 +331,11 @@ def nanoadam(
 
 
 def state_floats(state) -> int:
-  """Number of floating-point entries in an optimizer state (for memory)."""
+  """Floating-point entries in an optimizer state, or in its `eval_shape`."""
   return int(
     sum(
       np.size(x)
       for x in jax.tree.leaves(state)
-      if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+      if jnp.issubdtype(jnp.result_type(x), jnp.floating)
     )
   )

@@ -1,0 +1,37 @@
+"""The digits split into tasks of disjoint classes."""
+
+import numpy as np
+
+from lib.data import digits
+
+
+def _rows(x, y):
+  """(label, pixels) rows in a canonical order: compares multisets."""
+  rows = np.concatenate([y[:, None], x], 1).astype(np.float64)
+  return rows[np.lexsort(rows.T[::-1])]
+
+
+def test_class_tasks_partition_each_class_set_once():
+  images, labels = digits.load_digits()
+  tasks = {"a": range(5), "b": (5, 6, 7, 8, 9)}
+  out = digits.class_tasks(tasks, test_fraction=0.3, seed=0)
+  assert sorted(out) == sorted(
+    f"{v}_{t}_{p}" for v in "xy" for t in "ab" for p in ("train", "test")
+  )
+  n_test = 0
+  for name, classes in tasks.items():
+    x_tr, y_tr = out[f"x_{name}_train"], out[f"y_{name}_train"]
+    x_te, y_te = out[f"x_{name}_test"], out[f"y_{name}_test"]
+    assert x_tr.dtype == np.float32 and y_tr.dtype == np.int32
+    assert x_tr.shape == (len(y_tr), 64) and 0 <= x_tr.min() <= x_tr.max() <= 1
+    # Train and test together hold every image of these classes once.
+    sel = np.isin(labels, list(classes))
+    expected = _rows(images[sel].reshape(-1, 64) / 16, labels[sel])
+    got = _rows(np.concatenate([x_tr, x_te]), np.concatenate([y_tr, y_te]))
+    np.testing.assert_array_equal(got, expected)
+    n_test += len(y_te)
+  assert n_test == round(0.3 * len(labels))  # One split of all the images.
+  again = digits.class_tasks(tasks, test_fraction=0.3, seed=0)
+  other = digits.class_tasks(tasks, test_fraction=0.3, seed=1)
+  np.testing.assert_array_equal(again["y_a_test"], out["y_a_test"])
+  assert not np.array_equal(other["x_a_test"], out["x_a_test"])
