@@ -75,6 +75,8 @@ def run(config, workdir) -> dict:
       per_seed, metric, config.baselines, higher_is_better=False, ratio=True
     )
   results["h_error_ratio"] = results["h_error_vs_best"]["point"]
+  results["cnn_derivative_stencil"] = config.cnn.derivative_stencil
+  results["j_stencil"] = config.j_stencil
   return _hns.write(workdir, config, results, val, preds, traces, PAPER)
 
 
