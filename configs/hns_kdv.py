@@ -43,19 +43,7 @@ def get_config(arg=None):
   config.j_stencil = "smooth"
   config.label_stencil = "central"
   config.h_stencil = "spectral"
-  config.baselines = ("derivative_cnn", "next_step_cnn")
-  # derivative_stencil "": the paper's baselines see u only (see
-  # configs/hns_advection.py).
-  config.cnn = dict(
-    channels=(32, 32, 32, 32), kernel_size=5, derivative_stencil=""
-  )
-  # Seeds per model, paired across models by seed (paper: six seeds).
-  config.num_seeds = 6
-  config.batch_size = 32
-  config.lr = 2e-3
-  config.weight_decay = 1e-3
-  config.warmup_steps = 50
-  config.num_plot = 1
+  common.hns_pde_defaults(config)  # baselines, CNNs, seeds, optimizer
   config.train = common.train_config(
     num_steps=40_000, log_every=500, checkpoint_every=5000
   )
