@@ -143,9 +143,11 @@ def _statistic(counts, args) -> dict:
     for v, pv in args["p_a"].items():
       pv = pv[rows]
       for g in GROUPS:
-        pop = metrics(c * (pv if g == 1 else 1 - pv))
+        t = ev.t_statistic(
+          ss, y, a, g, pv if g == 1 else 1 - pv, thr, True, ties, counts=c
+        )
         for k in ev.METRICS:
-          out[f"{m}/T{g}({v})/{k}"] = by_group[g][k] - pop[k]
+          out[f"{m}/T{g}({v})/{k}"] = t[k]
     for g in GROUPS:
       w = in_group[g]
       out[f"{m}/calibration/group{g}"] = ev.calibration_in_the_large(ss, y, w)
