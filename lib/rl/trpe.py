@@ -98,13 +98,24 @@ def mean_kl(logits_b, logits, cells):
   return jnp.mean(visited, axis=0)
 
 
-def objective_values(cells, objective: str):
-  """Per trajectory and agent, the entropy agent i ascends [N, n]."""
+def objective_values(cells, objective):
+  """Per trajectory and agent, the entropy agent i ascends [N, n].
+
+  `objective` is a name in OBJECTIVES or its index there, which may be traced:
+  the three entropies are computed anyway and the index picks one exactly, so
+  one program serves every objective (a sweep over objectives).
+  """
   ent = jax.vmap(entropy_lib.trajectory_entropies)(cells)
   n = cells.shape[-1]
-  if objective == "disjoint":
-    return ent["agents"]
-  return jnp.repeat(ent[objective][:, None], n, axis=1)
+  if isinstance(objective, str):
+    if objective == "disjoint":
+      return ent["agents"]
+    return jnp.repeat(ent[objective][:, None], n, axis=1)
+  per = {
+    "disjoint": ent["agents"],
+    **{k: jnp.repeat(ent[k][:, None], n, axis=1) for k in ("joint", "mixture")},
+  }
+  return jnp.stack([per[k] for k in OBJECTIVES])[objective]
 
 
 def surrogate(logits, logits_b, cells, actions, values):
@@ -121,13 +132,17 @@ def sample(grid, logits, key, config: TRPEConfig):
   )
 
 
-def epoch(grid, config: TRPEConfig, logits_b, key):
+def epoch(grid, config: TRPEConfig, logits_b, key, objective=None):
   """One TRPE epoch from behaviour logits [n, S, 4]; returns (logits, metrics).
 
   Adam starts afresh each epoch (its moments belong to one surrogate).
+  `objective`: an index into OBJECTIVES (may be traced) that replaces
+  `config.objective`.
   """
   cells, actions = sample(grid, logits_b, key, config)
-  values = objective_values(cells, config.objective)
+  if objective is None:
+    objective = config.objective
+  values = objective_values(cells, objective)
   tx = optax.scale_by_adam()
   grad_fn = jax.grad(surrogate)
 
