@@ -25,6 +25,7 @@ false); reruns resume.
 Run: python -m experiments.drag --config configs/drag.py:quick --workdir runs/drag
 """
 
+import functools
 import os
 
 import jax
@@ -139,21 +140,21 @@ def run_method(config, method: str, workdir: str) -> dict:
     }
     for key in ("visited_coverage", "imagined_coverage")
   }
-  seed0 = jax.tree.map(lambda x: np.asarray(x[0]), result.state)
+  seed0 = jax.tree.map(lambda x: np.asarray(x)[0], result.state)  # no eager op
   return {
     "final": {k: result.final(k) for k in MEASURES},
     "diverged": int(np.sum(result.diverged)),
     "curve": curve,
     "visited_seed0": seed0["buffer"][: int(seed0["count"])],
-    "imagined_seed0": np.asarray(
-      jax.jit(lambda s: imagine(config, vae, s))(seed0)
-    ),
+    "imagined_seed0": np.asarray(imagine(config.train.seed, vae, seed0["vae"])),
   }
 
 
-def imagine(config, vae, s, n: int = 512):
-  key = rng.stream(rng.root_key(config.train.seed), "imagine")
-  return drag.imagine_goals(vae, s["vae"], key, n)
+@functools.partial(jax.jit, static_argnums=(0, 1, 3))  # one program for all
+def imagine(seed: int, vae, params, n: int = 512):
+  """n goals imagined from the prior, the same draws for every run."""
+  key = rng.stream(rng.root_key(seed), "imagine")
+  return drag.imagine_goals(vae, params, key, n)
 
 
 MEASURES = (
@@ -170,7 +171,9 @@ def measure(config, vae, s) -> dict:
   valid = (jnp.arange(cap) < s["count"]).astype(jnp.float32)
   cells = drag.cell_of(s["buffer"])
   hit, ent = drag.coverage(cells, weights=valid)
-  ic, ie = drag.coverage(drag.cell_of(imagine(config, vae, s)))
+  ic, ie = drag.coverage(
+    drag.cell_of(imagine(config.train.seed, vae, s["vae"]))
+  )
   return {
     "visited_coverage": hit,
     "visited_entropy": ent,
