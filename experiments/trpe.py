@@ -9,11 +9,11 @@ mixture-pretrained policies transfer best to sparse-reward tasks.
 
 The CPU reproduction (spec: extended_papers.md section 6): a 12 x 12
 two-room grid with a door, 2 agents starting in the left room, tabular
-softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, all
-objectives and seeds one `lib.train.run_sweep` (one vmapped program; a
-member whose loss goes non-finite is frozen and makes `finite` false).
-Then per objective: the finite-trial entropies and the coverage (fraction of free cells either agent
-visits in one episode) of fresh episodes, visitation heat maps, and the
+softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, its
+seeds one `lib.train.run_sweep` (one vmapped program; a member whose loss
+goes non-finite is frozen and makes `finite` false). Then per objective:
+the finite-trial entropies and the coverage (fraction of free cells either
+agent visits in one episode) of fresh episodes, visitation heat maps, and the
 downstream team task (both agents in the right room at once): zero-shot
 success and REINFORCE fine-tuning from each pretrained policy and from the
 uniform policy, at equal budgets (all sources and seeds one sweep).
@@ -74,37 +74,26 @@ def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
   )
 
 
-def pretrain(config, grid, workdir: str):
-  """TRPE on every objective: ({objective: logits [S, n, cells, 4]}, the
-  number of members that diverged).
-
-  One sweep over (objective, seed): the objective is a traced index, so one
-  program trains them all; seed s sees the same keys under every objective.
-  """
-  tcfg = trpe_config(config, config.objectives[0])
+def pretrain(config, grid, objective: str, workdir: str):
+  """TRPE on one objective, its seeds one sweep: (logits [S, n, cells, 4],
+  the number of seeds that diverged)."""
+  tcfg = trpe_config(config, objective)
   seeds = config.seeds
-  settings = train_lib.sweep_grid(
-    objective=[rl.trpe.OBJECTIVES.index(o) for o in config.objectives],
-    seed=range(seeds),
-  )
 
   def step_one(logits, batch, key, step, setting):
     del batch, step
     key = jax.random.split(rng.stream(key, "trpe"), seeds)[setting["seed"]]
-    return rl.trpe.epoch(grid, tcfg, logits, key, setting["objective"])
+    return rl.trpe.epoch(grid, tcfg, logits, key)
 
   result = train_lib.run_sweep(
     lambda key, setting: rl.trpe.init(grid),
     step_one,
-    _named(settings, config.objectives, seeds),
+    train_lib.sweep_stack(seed=range(seeds)),
     workdir=workdir,
     config=train_lib.phase_config(config.train, config.epochs),
-    name="trpe",
+    name=f"trpe/{objective}",
   )
-  logits = np.asarray(result.state).reshape(
-    settings.shape + result.state.shape[1:]
-  )
-  return dict(zip(config.objectives, logits)), int(result.diverged.sum())
+  return np.asarray(result.state), int(result.diverged.sum())
 
 
 def _named(settings, groups, seeds):
@@ -196,13 +185,15 @@ def run(config, workdir) -> dict:
   train_lib.prepare_run(workdir, config)
   grid = make_grid(config)
   sources = ["uniform"] + list(config.objectives)
-  sweep = train_lib.Sweep(2, name="trpe")
-  with sweep.run("pretrain"):
-    trained, diverged = pretrain(
-      config, grid, os.path.join(workdir, "pretrain")
-    )
+  sweep = train_lib.Sweep(len(config.objectives) + 1, name="trpe")
   logits = {"uniform": np.stack([rl.trpe.init(grid)] * config.seeds)}
-  logits.update(trained)
+  diverged = 0
+  for objective in config.objectives:
+    with sweep.run(f"pretrain {objective}"):
+      logits[objective], d = pretrain(
+        config, grid, objective, os.path.join(workdir, objective)
+      )
+      diverged += d
   eval_key = rng.stream(rng.root_key(config.train.seed), "evaluate")
   evaluate = evaluator(config, grid)
   ev = {name: evaluate(lg, eval_key) for name, lg in logits.items()}

@@ -98,24 +98,13 @@ def mean_kl(logits_b, logits, cells):
   return jnp.mean(visited, axis=0)
 
 
-def objective_values(cells, objective):
-  """Per trajectory and agent, the entropy agent i ascends [N, n].
-
-  `objective` is a name in OBJECTIVES or its index there, which may be traced:
-  the three entropies are computed anyway and the index picks one exactly, so
-  one program serves every objective (a sweep over objectives).
-  """
+def objective_values(cells, objective: str):
+  """Per trajectory and agent, the entropy agent i ascends [N, n]."""
   ent = jax.vmap(entropy_lib.trajectory_entropies)(cells)
   n = cells.shape[-1]
-  if isinstance(objective, str):
-    if objective == "disjoint":
-      return ent["agents"]
-    return jnp.repeat(ent[objective][:, None], n, axis=1)
-  per = {
-    "disjoint": ent["agents"],
-    **{k: jnp.repeat(ent[k][:, None], n, axis=1) for k in ("joint", "mixture")},
-  }
-  return jnp.stack([per[k] for k in OBJECTIVES])[objective]
+  if objective == "disjoint":
+    return ent["agents"]
+  return jnp.repeat(ent[objective][:, None], n, axis=1)
 
 
 def surrogate(logits, logits_b, cells, actions, values):
@@ -132,17 +121,13 @@ def sample(grid, logits, key, config: TRPEConfig):
   )
 
 
-def epoch(grid, config: TRPEConfig, logits_b, key, objective=None):
+def epoch(grid, config: TRPEConfig, logits_b, key):
   """One TRPE epoch from behaviour logits [n, S, 4]; returns (logits, metrics).
 
   Adam starts afresh each epoch (its moments belong to one surrogate).
-  `objective`: an index into OBJECTIVES (may be traced) that replaces
-  `config.objective`.
   """
   cells, actions = sample(grid, logits_b, key, config)
-  if objective is None:
-    objective = config.objective
-  values = objective_values(cells, objective)
+  values = objective_values(cells, config.objective)
   tx = optax.scale_by_adam()
   grad_fn = jax.grad(surrogate)
 

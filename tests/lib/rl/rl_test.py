@@ -135,23 +135,3 @@ def test_bad_input_one_line_errors():
     rl.grid.rollout(_grid(), rl.trpe.init(_grid()), jax.random.key(0), 0)
   with pytest.raises(errors.ConfigError, match="objective"):
     rl.trpe.TRPEConfig(objective="sum")
-
-
-def test_objective_values_by_traced_index_match_the_plug_in_entropies():
-  # One trajectory (T = 4) of two agents: agent 0 stays in cell 0, agent 1
-  # visits cells 1..4. Plug-in entropies: joint log 4 (4 distinct pairs);
-  # agents (0, log 4); mixture: 8 samples, cell 0 half of them, 1..4 one
-  # eighth each: -(1/2 log 1/2 + 4/8 log 1/8).
-  cells = jnp.asarray([[[0, 1], [0, 2], [0, 3], [0, 4]]])
-  mixture = -(0.5 * np.log(0.5) + 0.5 * np.log(1 / 8))
-  want = {
-    "joint": [np.log(4), np.log(4)],
-    "disjoint": [0.0, np.log(4)],
-    "mixture": [mixture, mixture],
-  }
-  by_index = jax.jit(rl.trpe.objective_values)
-  for i, name in enumerate(rl.trpe.OBJECTIVES):
-    np.testing.assert_allclose(by_index(cells, i)[0], want[name], rtol=1e-6)
-    np.testing.assert_allclose(
-      rl.trpe.objective_values(cells, name)[0], want[name], rtol=1e-6
-    )
