@@ -139,13 +139,13 @@ def predict(model, params, x):
 
 def explain_dataset(config, model, params, test, window):
   """Per-series attributions and metrics; returns the summary dict."""
-  x_all = jnp.asarray(test[0][: config.num_explain])
-  for s in np.asarray(x_all):
+  x_all = np.asarray(test[0][: config.num_explain])  # host: no eager slices
+  for s in x_all:
     explain.check_series(s, max(config.levels))
   n = x_all.shape[1]
   k = max(1, int(round(config.top_fraction * n)))
   cls = predict(model, params, x_all)
-  baseline = jnp.zeros(n, x_all.dtype)
+  baseline = np.zeros(n, x_all.dtype)
   root = rng.root_key(config.train.seed)
   noise = config.robust_noise * jax.random.normal(
     rng.stream(root, "robust_noise"), x_all.shape, x_all.dtype
@@ -264,7 +264,7 @@ def explain_dataset(config, model, params, test, window):
     "rounds_used": float(np.mean(ref["greedy_rounds"])),
   }
   summary["_example"] = {
-    "x": np.asarray(x_all[half]).tolist(),
+    "x": x_all[half].tolist(),
     "class": int(cls[half]),
     "time_scores": {
       f"igv{lv}": (  # explain.to_time, in numpy: no eager program
@@ -280,7 +280,7 @@ def refine(config, model, params, x_ev, cls_ev, per, best, ev, k):
   """KIGV of the other views and greedy selection on the scoring half."""
   best_level = int(best.removeprefix("osigv").removeprefix("igv"))
   n = x_ev.shape[1]
-  baseline = jnp.zeros(n, x_ev.dtype)
+  baseline = np.zeros(n, x_ev.dtype)
   best_scores = jnp.asarray(per[f"attr/{best}"][ev])
   igv = {lv: jnp.asarray(per[f"attr/igv{lv}"][ev]) for lv in config.levels}
   rnd = jax.random.uniform(
