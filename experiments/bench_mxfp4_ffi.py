@@ -34,6 +34,7 @@ from absl import logging
 from experiments import _checks
 from experiments import _cli
 from lib import train as train_lib
+from lib.core import rng
 from lib.core.errors import ConfigError
 from lib.quant import quartet_linear
 from pallas_kernels.mxfp4 import ffi
@@ -214,13 +215,13 @@ def run(config, workdir) -> dict:
     )
   out_dtype = jnp.dtype(config.out_dtype)
   train_lib.prepare_run(workdir, config)
-  key = jax.random.key(config.seed)
+  root = rng.root_key(config.seed)
   results = dict(device=str(jax.devices()[0].device_kind))
-  for f, (name, fns) in enumerate(FORMATS.items()):
+  for name, fns in FORMATS.items():
     cases = {}
-    for i, (m, n, k) in enumerate(config.shapes):
+    for m, n, k in config.shapes:
       case = _gemm_case(
-        jax.random.fold_in(key, 500 * f + i),
+        rng.stream(root, f"{name}/{m}x{n}x{k}"),
         m,
         n,
         k,
@@ -234,7 +235,7 @@ def run(config, workdir) -> dict:
     results[name] = cases
   results["path"] = results["gemm"][next(iter(results["gemm"]))]["path"]
   results["quantize"] = _quantize_case(
-    jax.random.fold_in(key, 1000),
+    rng.stream(root, "quantize"),
     config.quantize_rows,
     config.warmup,
     config.iters,
@@ -242,7 +243,7 @@ def run(config, workdir) -> dict:
   logging.info("quantize: %s", results["quantize"])
   t, n, k = config.linear_shape
   results["quartet_linear"] = _quartet_linear_case(
-    jax.random.fold_in(key, 2000), t, n, k
+    rng.stream(root, "quartet_linear"), t, n, k
   )
   logging.info("quartet_linear ffi vs xla: %s", results["quartet_linear"])
   return train_lib.write_results(workdir, results)

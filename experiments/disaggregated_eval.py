@@ -27,6 +27,7 @@ Run: python -m experiments.disaggregated_eval \
   --config configs/disaggregated_eval.py:quick --workdir runs/disaggregated_eval
 """
 
+import functools
 import os
 
 import jax
@@ -78,6 +79,10 @@ def _xa_features(x, a, degree):
   return jnp.concatenate([f, f * a[:, None].astype(f.dtype)], axis=-1)
 
 
+# One program per setting and size (not one per eager op).
+_simulate = jax.jit(ev.simulate, static_argnums=(1, 2))
+
+
 def draw(config, name, key):
   """(train, eval) dicts of one setting; selection keeps selected rows."""
   st = ev.setting(name)
@@ -86,7 +91,7 @@ def draw(config, name, key):
   factor = 1 if st.selection == "none" else 3
   out = []
   for k, n in ((k_train, config.n_train), (k_eval, config.n_eval)):
-    d = {k2: np.asarray(v) for k2, v in ev.simulate(k, st, factor * n).items()}
+    d = {k2: np.asarray(v) for k2, v in _simulate(k, st, factor * n).items()}
     if st.selection != "none":
       keep = np.flatnonzero(d["s"] == 1)[:n]
       errors.check(
@@ -101,16 +106,20 @@ def draw(config, name, key):
 
 def models(config, st, train, evald) -> dict:
   """Scores of f(X, A) and f(X) on the evaluation rows."""
-  deg = config.degree
+  return _models(st.family == "causal", config.degree, train, evald)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _models(causal: bool, deg: int, train, evald) -> dict:
   # One standardisation for train and eval rows (features are unsupervised).
-  x_all = jnp.concatenate([jnp.asarray(train["x"]), jnp.asarray(evald["x"])])
+  x_all = jnp.concatenate([train["x"], evald["x"]])
   f_all = _x_features(x_all, deg)
   fx = ev.fit_logistic(f_all[: len(train["x"])], train["y"])
   p_x = ev.predict_logistic(fx, f_all[len(train["x"]) :])
-  if st.family == "causal":
-    p_xa = jnp.asarray(evald["p_y"])  # the DGP's P(Y | X, A): Bayes-optimal
+  if causal:
+    p_xa = evald["p_y"]  # the DGP's P(Y | X, A): Bayes-optimal
   else:
-    a_all = jnp.concatenate([jnp.asarray(train["a"]), jnp.asarray(evald["a"])])
+    a_all = jnp.concatenate([train["a"], evald["a"]])
     fa_all = _xa_features(x_all, a_all, deg)
     fxa = ev.fit_logistic(fa_all[: len(train["x"])], train["y"])
     p_xa = ev.predict_logistic(fxa, fa_all[len(train["x"]) :])
@@ -143,9 +152,11 @@ def _statistic(counts, args) -> dict:
     for v, pv in args["p_a"].items():
       pv = pv[rows]
       for g in GROUPS:
-        pop = metrics(c * (pv if g == 1 else 1 - pv))
+        t = ev.t_statistic(
+          ss, y, a, g, pv if g == 1 else 1 - pv, thr, True, ties, counts=c
+        )
         for k in ev.METRICS:
-          out[f"{m}/T{g}({v})/{k}"] = by_group[g][k] - pop[k]
+          out[f"{m}/T{g}({v})/{k}"] = t[k]
     for g in GROUPS:
       w = in_group[g]
       out[f"{m}/calibration/group{g}"] = ev.calibration_in_the_large(ss, y, w)
@@ -161,33 +172,37 @@ def _statistic(counts, args) -> dict:
   return out
 
 
-def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
-  """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'."""
-  y = jnp.asarray(y, jnp.int32)
-  a = jnp.asarray(a, jnp.int32)
-  n = y.shape[0]
-  for p in scores.values():
-    ev.check_inputs(p, y, a, ipw)
-  # P(A = 1 | V), fitted once on all evaluation rows.
+@functools.partial(jax.jit, static_argnums=(0,))
+def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
+  """P(A = 1 | V) fitted once on all evaluation rows; each score's order."""
   p_a = {"Y": ev.group_probability(y, a, "binary")}
   if x is not None:
-    p_a["X"] = ev.group_probability(jnp.asarray(x), a, "poly", config.degree)
+    p_a["X"] = ev.group_probability(x, a, "poly", degree)
   score_r = jnp.clip(scores["xa"], 1e-7, 1 - 1e-7)
   p_a["R"] = ev.group_probability(
-    jnp.log(score_r) - jnp.log1p(-score_r), a, "poly", config.degree
+    jnp.log(score_r) - jnp.log1p(-score_r), a, "poly", degree
   )
-  scores_j = {m: jnp.asarray(s) for m, s in scores.items()}
-  order = {m: jnp.argsort(s) for m, s in scores_j.items()}
-  args = {
-    "p": scores_j,
+  order = {m: jnp.argsort(s) for m, s in scores.items()}
+  return {
+    "p": scores,
     "order": order,
-    "ties": {m: ev.tie_bounds(p[order[m]]) for m, p in scores_j.items()},
+    "ties": {m: ev.tie_bounds(p[order[m]]) for m, p in scores.items()},
     "y": y,
     "a": a,
     "p_a": p_a,
-    "ipw": None if ipw is None else jnp.asarray(ipw),
-    "threshold": jnp.asarray(config.threshold, jnp.float32),
   }
+
+
+def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
+  """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'."""
+  y = np.asarray(y, np.int32)
+  a = np.asarray(a, np.int32)
+  n = y.shape[0]
+  for p in scores.values():
+    ev.check_inputs(p, y, a, ipw)
+  args = _bootstrap_args(config.degree, scores, y, a, x)
+  args["ipw"] = None if ipw is None else jnp.asarray(ipw)
+  args["threshold"] = jnp.asarray(config.threshold, jnp.float32)
   if key is None:
     key = rng.stream(rng.root_key(config.seed), "bootstrap")
   flat = ev.bootstrap(

@@ -18,12 +18,14 @@ the representation from RL:
   entropy of the visited-cell histogram, and imagined coverage (cells of
   decoded prior samples).
 
-Each method is one `lib.train.train` run with its seeds vmapped; reruns
-resume.
+Each method is one `lib.train.run_sweep` over its seeds (one vmapped
+program; a seed whose loss goes non-finite is frozen and makes `finite`
+false); reruns resume.
 
 Run: python -m experiments.drag --config configs/drag.py:quick --workdir runs/drag
 """
 
+import functools
 import os
 
 import jax
@@ -62,8 +64,7 @@ def check_config(config) -> None:
       drag.check_tau(tau)
     except errors.ConfigError as e:
       raise errors.ConfigError(f"config.taus[{i}]: {e}") from None
-  start = jnp.asarray(config.start, jnp.float32)
-  if not bool(drag.is_free(start)):
+  if not bool(jax.jit(drag.is_free)(np.asarray(config.start, np.float32))):
     raise errors.ConfigError(
       f"config.start={tuple(config.start)} lies inside a wall or off the maze"
     )
@@ -74,7 +75,7 @@ def methods(config) -> list:
 
 
 def run_method(config, method: str, workdir: str) -> dict:
-  """One method's online loop over stacked seeds; final state."""
+  """One method's online loop, its seeds one vmapped sweep; final state."""
   vae = drag.VAE(latent=config.latent)
   weighter = drag.Weighter()
   tx = optax.adam(config.lr)
@@ -85,7 +86,8 @@ def run_method(config, method: str, workdir: str) -> dict:
   tau = float(method.split("tau")[1]) if method.startswith("drag") else 1.0
   pix = 16
 
-  def init_one(key):
+  def init_one(key, setting):
+    key = jax.random.split(key, seeds)[setting["seed"]]
     k_v, k_w = jax.random.split(key)
     vp = vae.init(k_v, jnp.zeros((1, pix * pix)), rng.stream(k_v, "sample"))
     wp = weighter.init(k_w, jnp.zeros((1, pix * pix)))
@@ -100,12 +102,10 @@ def run_method(config, method: str, workdir: str) -> dict:
       "walkers": jnp.tile(start, (walkers, 1)),
     }
 
-  def init_fn(key):
-    return jax.vmap(init_one)(jax.random.split(key, seeds))
-
-  def one_seed(s, key, step, tau_t):
+  def step_one(s, batch, key, step, setting):
     del step
-    return drag.online_iteration(
+    key = jax.random.split(rng.stream(key, "drag"), seeds)[setting["seed"]]
+    s, loss = drag.online_iteration(
       s,
       key,
       vae=vae,
@@ -113,73 +113,48 @@ def run_method(config, method: str, workdir: str) -> dict:
       tx=tx,
       weighter_tx=wtx,
       method="drag" if method.startswith("drag") else method,
-      tau=tau_t,
+      tau=batch["tau"],
       horizon=config.horizon,
       vae_steps=config.vae_steps,
       batch_size=config.batch_size,
       beta=config.beta,
     )
+    return s, {"loss": loss}
 
-  def step_fn(state, batch, key, step):
-    keys = jax.random.split(rng.stream(key, "drag"), seeds)
-    state, loss = jax.vmap(one_seed, in_axes=(0, 0, None, None))(
-      state, keys, step, batch["tau"]
-    )
-    return state, {"loss": loss}
-
-  def eval_fn(state, data):
-    del data
-    return jax.vmap(lambda s: measure(config, vae, s))(state)
-
-  cfg = train_lib.phase_config(
-    config.train, config.iterations, eval_every=config.train.log_every
-  )
-  state, history = train_lib.train(
-    init_fn,
-    step_fn,
+  result = train_lib.run_sweep(
+    init_one,
+    step_one,
+    train_lib.sweep_stack(seed=range(seeds)),
     workdir=workdir,
-    config=cfg,
-    eval_fn=eval_fn,
-    name=f"drag/{method}",
-    runs=tuple(f"seed{i}" for i in range(seeds)),
+    config=train_lib.phase_config(
+      config.train, config.iterations, eval_every=config.train.log_every
+    ),
     data={"tau": np.float32(tau)},  # an argument: the taus share one program
+    eval_one=lambda s, data, setting: measure(config, vae, s),
+    name=f"drag/{method}",
   )
-  # The evaluation lib.train ran at the last step, one row per seed.
-  last = {
-    r["run"]: r
-    for r in history
-    if int(r["step"]) == config.iterations and "visited_coverage" in r
-  }
-  final = {
-    k: np.asarray([last[f"drag/{method}/seed{i}"][k] for i in range(seeds)])
-    for k in MEASURES
-  }
-  curve = {"visited_coverage": {}, "imagined_coverage": {}}
-  for row in history:
-    for key, by_step in curve.items():
-      if key in row:
-        by_step.setdefault(int(row["step"]), []).append(row[key])
   curve = {
-    key: {step: float(np.mean(v)) for step, v in sorted(by_step.items())}
-    for key, by_step in curve.items()
+    key: {
+      int(step): float(np.mean(v))
+      for step, v in zip(result.steps, result.evals[key])
+    }
+    for key in ("visited_coverage", "imagined_coverage")
   }
-  visited = np.asarray(state["buffer"])[0, : int(np.asarray(state["count"])[0])]
-  imagined = np.asarray(
-    imagine(config, vae, jax.tree.map(lambda x: x[0], state))
-  )
+  seed0 = jax.tree.map(lambda x: np.asarray(x)[0], result.state)  # no eager op
   return {
-    "final": {k: np.asarray(v) for k, v in final.items()},
+    "final": {k: result.final(k) for k in MEASURES},
+    "diverged": int(np.sum(result.diverged)),
     "curve": curve,
-    "visited_seed0": visited,
-    "imagined_seed0": imagined,
+    "visited_seed0": seed0["buffer"][: int(seed0["count"])],
+    "imagined_seed0": np.asarray(imagine(config.train.seed, vae, seed0["vae"])),
   }
 
 
-def imagine(config, vae, s, n: int = 512):
-  key = rng.stream(rng.root_key(config.train.seed), "imagine")
-  z = jax.random.normal(key, (n, config.latent))
-  img = jax.nn.sigmoid(vae.apply(s["vae"], z, method=drag.VAE.decode))
-  return drag.decode_position(img)
+@functools.partial(jax.jit, static_argnums=(0, 1, 3))  # one program for all
+def imagine(seed: int, vae, params, n: int = 512):
+  """n goals imagined from the prior, the same draws for every run."""
+  key = rng.stream(rng.root_key(seed), "imagine")
+  return drag.imagine_goals(vae, params, key, n)
 
 
 MEASURES = (
@@ -196,7 +171,9 @@ def measure(config, vae, s) -> dict:
   valid = (jnp.arange(cap) < s["count"]).astype(jnp.float32)
   cells = drag.cell_of(s["buffer"])
   hit, ent = drag.coverage(cells, weights=valid)
-  ic, ie = drag.coverage(drag.cell_of(imagine(config, vae, s)))
+  ic, ie = drag.coverage(
+    drag.cell_of(imagine(config.train.seed, vae, s["vae"]))
+  )
   return {
     "visited_coverage": hit,
     "visited_entropy": ent,
@@ -229,6 +206,7 @@ def run(config, workdir) -> dict:
       )
   results["finite"] = bool(
     all(np.all(np.isfinite(out[m]["final"]["visited_entropy"])) for m in names)
+    and not any(out[m]["diverged"] for m in names)
   )
   results["setting"] = {
     "iterations": config.iterations,

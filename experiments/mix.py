@@ -129,16 +129,23 @@ def train_model(config, name, train, num_classes, workdir):
   return model, state["params"]
 
 
+def predict(model, params, x):
+  """The predicted class of every series x [N, n] (one jitted program)."""
+  logits = jax.vmap(model.apply, (None, 0))
+  return np.asarray(
+    jax.jit(lambda p, x: jnp.argmax(logits(p, x), -1))(params, x)
+  )
+
+
 def explain_dataset(config, model, params, test, window):
   """Per-series attributions and metrics; returns the summary dict."""
-  x_all = jnp.asarray(test[0][: config.num_explain])
-  for s in np.asarray(x_all):
+  x_all = np.asarray(test[0][: config.num_explain])  # host: no eager slices
+  for s in x_all:
     explain.check_series(s, max(config.levels))
   n = x_all.shape[1]
   k = max(1, int(round(config.top_fraction * n)))
-  logits = jax.vmap(lambda s: model.apply(params, s))(x_all)
-  cls = jnp.argmax(logits, -1)
-  baseline = jnp.zeros(n, x_all.dtype)
+  cls = predict(model, params, x_all)
+  baseline = np.zeros(n, x_all.dtype)
   root = rng.root_key(config.train.seed)
   noise = config.robust_noise * jax.random.normal(
     rng.stream(root, "robust_noise"), x_all.shape, x_all.dtype
@@ -243,30 +250,25 @@ def explain_dataset(config, model, params, test, window):
       },
     }
   g = ref["budget/greedy"]
+  rankings = ("best_view", "time_ig", "random")  # gain > 0: greedy wins
   summary["greedy"] = {
     "budget_points": k,
     "probability": {
       who: band(ref[f"budget/{who}"])
-      for who in ("greedy", "best_view", "time_ig", "random", "none")
+      for who in ("greedy",) + rankings + ("none",)
     },
-    "gain_over_best_view": band(ref["budget/best_view"] - g),
-    "gain_over_time_ig": band(ref["budget/time_ig"] - g),
-    "gain_over_random": band(ref["budget/random"] - g),
+    **{f"gain_over_{w}": band(ref[f"budget/{w}"] - g) for w in rankings},
     "gain_over_best_ranking": band(
-      np.minimum(
-        np.minimum(ref["budget/best_view"], ref["budget/time_ig"]),
-        ref["budget/random"],
-      )
-      - g
+      np.min([ref[f"budget/{w}"] for w in rankings], axis=0) - g
     ),
     "rounds_used": float(np.mean(ref["greedy_rounds"])),
   }
   summary["_example"] = {
-    "x": np.asarray(x_all[half]).tolist(),
+    "x": x_all[half].tolist(),
     "class": int(cls[half]),
     "time_scores": {
-      f"igv{lv}": np.asarray(
-        explain.to_time(jnp.asarray(per[f"attr/igv{lv}"][half]), lv)
+      f"igv{lv}": (  # explain.to_time, in numpy: no eager program
+        np.abs(per[f"attr/igv{lv}"][half]) @ np.abs(explain.haar_matrix(n, lv))
       ).tolist()
       for lv in config.levels
     },
@@ -274,55 +276,33 @@ def explain_dataset(config, model, params, test, window):
   return summary
 
 
-def _parse(best: str):
-  method = "osigv" if best.startswith("osigv") else "igv"
-  return method, int(best[len(method) :])
-
-
 def refine(config, model, params, x_ev, cls_ev, per, best, ev, k):
   """KIGV of the other views and greedy selection on the scoring half."""
-  _, best_level = _parse(best)
+  best_level = int(best.removeprefix("osigv").removeprefix("igv"))
   n = x_ev.shape[1]
-  baseline = jnp.zeros(n, x_ev.dtype)
+  baseline = np.zeros(n, x_ev.dtype)
   best_scores = jnp.asarray(per[f"attr/{best}"][ev])
   igv = {lv: jnp.asarray(per[f"attr/igv{lv}"][ev]) for lv in config.levels}
   rnd = jax.random.uniform(
     rng.stream(rng.root_key(config.train.seed), "greedy_random"), x_ev.shape
   )
-  m = config.greedy_candidates
-  points = config.deletion_points
 
   def one(x, c, best_sc, igv_sc, rnd_sc):
-    f = lambda s: jax.nn.softmax(model.apply(params, s))[c]
-    out = {}
-    key_time = explain.keystone_time_mask(best_sc, best_level, k)
-    for lv in config.levels:
-      if lv == best_level:
-        continue
-      keystone = explain.keystone_in_view(key_time, lv)
-      a = explain.kigv(f, x, baseline, lv, keystone, config.ig_steps)
-      out[f"deletion/kigv{lv}"] = explain.deletion_auc(
-        f, x, baseline, a, lv, points
-      )
-    cands = jnp.concatenate(
-      [
-        explain.coefficient_supports(igv_sc[lv], lv, min(m, n))
-        for lv in config.levels
-      ]
+    return explain.refine_series(
+      lambda s: jax.nn.softmax(model.apply(params, s))[c],
+      x,
+      baseline,
+      best_sc,
+      best_level,
+      igv_sc,
+      rnd_sc,
+      levels=config.levels,
+      budget=k,
+      candidates=min(config.greedy_candidates, n),
+      greedy_steps=config.greedy_steps,
+      ig_steps=config.ig_steps,
+      deletion_points=config.deletion_points,
     )
-    order, probs, _ = explain.greedy_deletion(
-      f, x, baseline, cands, k, config.greedy_steps
-    )
-    out["budget/greedy"] = probs[-1]
-    out["greedy_rounds"] = jnp.sum(order >= 0)
-    drop = lambda sc: f(
-      explain.delete_time(x, baseline, explain.top_time_points(sc, k))
-    )
-    out["budget/best_view"] = drop(explain.to_time(best_sc, best_level))
-    out["budget/time_ig"] = drop(jnp.abs(igv_sc[0]))
-    out["budget/random"] = drop(rnd_sc)
-    out["budget/none"] = f(x)
-    return out
 
   res = jax.jit(jax.vmap(one))(x_ev, cls_ev, best_scores, igv, rnd)
   return {key: np.asarray(v) for key, v in res.items()}
@@ -388,8 +368,7 @@ def run(config, workdir) -> dict:
       model, params = train_model(
         config, name, train, num_classes, os.path.join(workdir, name)
       )
-      logits = jax.vmap(model.apply, (None, 0))(params, jnp.asarray(test[0]))
-      acc = float(np.mean(np.asarray(jnp.argmax(logits, -1)) == test[1]))
+      acc = float(np.mean(predict(model, params, test[0]) == test[1]))
       res = explain_dataset(config, model, params, test, window)
       res["test_accuracy"] = acc
       examples[name] = res.pop("_example")

@@ -9,13 +9,14 @@ mixture-pretrained policies transfer best to sparse-reward tasks.
 
 The CPU reproduction (spec: extended_papers.md section 6): a 12 x 12
 two-room grid with a door, 2 agents starting in the left room, tabular
-softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, every
-seed a run of one vmapped `lib.train.train`. Then per objective: the
-finite-trial entropies and the coverage (fraction of free cells either agent
-visits in one episode) of fresh episodes, visitation heat maps, and the
+softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, its
+seeds one `lib.train.run_sweep` (one vmapped program; a member whose loss
+goes non-finite is frozen and makes `finite` false). Then per objective:
+the finite-trial entropies and the coverage (fraction of free cells either
+agent visits in one episode) of fresh episodes, visitation heat maps, and the
 downstream team task (both agents in the right room at once): zero-shot
 success and REINFORCE fine-tuning from each pretrained policy and from the
-uniform policy, at equal budgets.
+uniform policy, at equal budgets (all sources and seeds one sweep).
 
 Run: python -m experiments.trpe --config configs/trpe.py:quick --workdir runs/trpe
 """
@@ -74,77 +75,80 @@ def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
 
 
 def pretrain(config, grid, objective: str, workdir: str):
-  """TRPE on one objective; logits [S, n, cells, 4] (one run per seed)."""
+  """TRPE on one objective, its seeds one sweep: (logits [S, n, cells, 4],
+  the number of seeds that diverged)."""
   tcfg = trpe_config(config, objective)
   seeds = config.seeds
 
-  def init_fn(key):
-    del key
-    return jnp.stack([rl.trpe.init(grid)] * seeds)
-
-  def step_fn(logits, batch, key, step):
+  def step_one(logits, batch, key, step, setting):
     del batch, step
-    keys = jax.random.split(rng.stream(key, "trpe"), seeds)
-    return jax.vmap(lambda lg, k: rl.trpe.epoch(grid, tcfg, lg, k))(
-      logits, keys
-    )
+    key = jax.random.split(rng.stream(key, "trpe"), seeds)[setting["seed"]]
+    return rl.trpe.epoch(grid, tcfg, logits, key)
 
-  logits, _ = train_lib.train(
-    init_fn,
-    step_fn,
+  result = train_lib.run_sweep(
+    lambda key, setting: rl.trpe.init(grid),
+    step_one,
+    train_lib.sweep_stack(seed=range(seeds)),
     workdir=workdir,
     config=train_lib.phase_config(config.train, config.epochs),
     name=f"trpe/{objective}",
-    runs=tuple(f"seed{s}" for s in range(seeds)),
-    finite_keys=("loss",),
   )
-  return logits
+  return np.asarray(result.state), int(result.diverged.sum())
 
 
-def finetune(config, grid, start_logits, name: str, workdir: str):
-  """REINFORCE on the team task from stacked logits; success per epoch [S, E].
+def _named(settings, groups, seeds):
+  """`settings` renamed "<group>/seed<s>" (the runs' names in the rows)."""
+  names = [f"{g}/seed{s}" for g in groups for s in range(seeds)]
+  return train_lib.sweep_stack(names, **settings.values)
+
+
+def finetune(config, grid, start_logits: dict, workdir: str):
+  """REINFORCE on the team task from each source's logits [S, ...], all
+  sources and seeds one sweep: ({source: success per epoch [S, E]}, the
+  number of members that diverged).
 
   The state carries the success curve, so a resumed run returns all of it.
   """
   f = config.finetune
   goal = jnp.asarray(rl.grid.right_room(grid))
-  seeds = config.seeds
+  seeds, sources = config.seeds, list(start_logits)
+  starts = jnp.asarray(np.stack([start_logits[s] for s in sources]))
+  settings = train_lib.sweep_grid(source=range(len(sources)), seed=range(seeds))
 
-  def init_fn(key):
+  def init_one(key, setting):
     del key
     return {
-      "logits": start_logits,
-      "curve": jnp.zeros((seeds, f.epochs), jnp.float32),
+      "logits": starts[setting["source"], setting["seed"]],
+      "curve": jnp.zeros((f.epochs,), jnp.float32),
     }
 
-  def step_fn(state, batch, key, step):
+  def step_one(state, batch, key, step, setting):
     del batch
-    keys = jax.random.split(rng.stream(key, "reinforce"), seeds)
-    new, success = jax.vmap(
-      lambda lg, k: rl.trpe.reinforce_epoch(
-        grid, lg, k, goal, f.trajectories, config.horizon, f.lr
-      )
-    )(state["logits"], keys)
-    curve = state["curve"].at[:, step].set(success)
+    key = jax.random.split(rng.stream(key, "reinforce"), seeds)[setting["seed"]]
+    new, success = rl.trpe.reinforce_epoch(
+      grid, state["logits"], key, goal, f.trajectories, config.horizon, f.lr
+    )
+    curve = state["curve"].at[step].set(success)
     return {"logits": new, "curve": curve}, {
       "success": success,
       "loss": -success,
     }
 
-  state, _ = train_lib.train(
-    init_fn,
-    step_fn,
+  result = train_lib.run_sweep(
+    init_one,
+    step_one,
+    _named(settings, [f"finetune_{s}" for s in sources], seeds),
     workdir=workdir,
     config=train_lib.phase_config(config.train, f.epochs),
-    name=f"trpe/finetune_{name}",
-    runs=tuple(f"seed{s}" for s in range(seeds)),
-    finite_keys=("loss",),
+    name="trpe",
   )
-  return np.asarray(state["curve"])
+  curves = np.asarray(result.state["curve"]).reshape(len(sources), seeds, -1)
+  return dict(zip(sources, curves)), int(result.diverged.sum())
 
 
-def evaluate(config, grid, logits, key) -> dict:
-  """Per seed: entropies, coverage, zero-shot success; pooled visitation."""
+def evaluator(config, grid):
+  """A jitted (logits [S, ...], key) -> per seed: entropies, coverage,
+  zero-shot success; pooled visitation. One program for every source."""
   goal = jnp.asarray(rl.grid.right_room(grid))
   free = jnp.asarray(grid.free_cells())
   tcfg = rl.trpe.TRPEConfig(
@@ -167,9 +171,13 @@ def evaluate(config, grid, logits, key) -> dict:
       "visits": jnp.sum(visits, axis=0),
     }
 
-  keys = jax.random.split(key, config.seeds)
-  out = jax.jit(jax.vmap(one))(logits, keys)
-  return {k: np.asarray(v) for k, v in out.items()}
+  @jax.jit
+  def evaluate(logits, key):
+    return jax.vmap(one)(logits, jax.random.split(key, config.seeds))
+
+  return lambda logits, key: {
+    k: np.asarray(v) for k, v in evaluate(logits, key).items()
+  }
 
 
 def run(config, workdir) -> dict:
@@ -177,27 +185,22 @@ def run(config, workdir) -> dict:
   train_lib.prepare_run(workdir, config)
   grid = make_grid(config)
   sources = ["uniform"] + list(config.objectives)
-  sweep = train_lib.Sweep(len(config.objectives) + len(sources), name="trpe")
-  logits = {"uniform": jnp.stack([rl.trpe.init(grid)] * config.seeds)}
+  sweep = train_lib.Sweep(len(config.objectives) + 1, name="trpe")
+  logits = {"uniform": np.stack([rl.trpe.init(grid)] * config.seeds)}
+  diverged = 0
   for objective in config.objectives:
     with sweep.run(f"pretrain {objective}"):
-      logits[objective] = pretrain(
+      logits[objective], d = pretrain(
         config, grid, objective, os.path.join(workdir, objective)
       )
+      diverged += d
   eval_key = rng.stream(rng.root_key(config.train.seed), "evaluate")
-  ev = {
-    name: evaluate(config, grid, lg, eval_key) for name, lg in logits.items()
-  }
-  curves = {}
-  for name in sources:
-    with sweep.run(f"fine-tune from {name}"):
-      curves[name] = finetune(
-        config,
-        grid,
-        logits[name],
-        name,
-        os.path.join(workdir, f"finetune_{name}"),
-      )
+  evaluate = evaluator(config, grid)
+  ev = {name: evaluate(lg, eval_key) for name, lg in logits.items()}
+  with sweep.run("fine-tune"):
+    curves, diverged_ft = finetune(
+      config, grid, logits, os.path.join(workdir, "finetune")
+    )
 
   results = {"sources": {}}
   for name in sources:
@@ -236,7 +239,8 @@ def run(config, workdir) -> dict:
       zs["mixture"] - np.max([zs[s] for s in others], axis=0)
     )
   results["finite"] = bool(
-    all(np.all(np.isfinite(np.asarray(lg))) for lg in logits.values())
+    all(np.all(np.isfinite(lg)) for lg in logits.values())
+    and diverged == diverged_ft == 0
   )
   results["setting"] = {
     "size": config.size,

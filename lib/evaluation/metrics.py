@@ -166,12 +166,30 @@ def importance_weights(p_group, pi_group):
 
 
 def t_statistic(
-  p, y, a, group: int, p_group_given_v, threshold=0.5, presorted=False
+  p,
+  y,
+  a,
+  group: int,
+  p_group_given_v,
+  threshold=0.5,
+  presorted=False,
+  ties=None,
+  counts=None,
 ) -> dict:
-  """T_a(V) for every metric: group a (unweighted) - population weighted."""
+  """T_a(V) for every metric: group a (unweighted) - population weighted.
+
+  Pfohl et al. (NeurIPS 2025, section 4): T_a(V) = metric(rows of group a)
+  - metric(all rows, weights P(A = a | V)); ~0 when the group's difference
+  from the population is explained by the shift in V. `counts` [n] (default
+  ones) multiplies both weightings: a bootstrap resample's row multiplicity.
+  `presorted` and `ties` as for `group_metrics` (scores sorted once).
+  """
   in_a = (a == group).astype(p.dtype)
-  own = group_metrics(p, y, in_a, threshold, presorted)
-  pop = group_metrics(p, y, p_group_given_v, threshold, presorted)
+  if counts is not None:
+    in_a = counts * in_a
+    p_group_given_v = counts * p_group_given_v
+  own = group_metrics(p, y, in_a, threshold, presorted, ties)
+  pop = group_metrics(p, y, p_group_given_v, threshold, presorted, ties)
   return {k: own[k] - pop[k] for k in own}
 
 

@@ -5,7 +5,8 @@ Modules:
   (IGV), overlapping-window segment IG (OSIGV), keystone-first IG (KIGV).
 - `metrics`: deletion / insertion AUC, top-k robustness, localisation.
 - `refine`: cross-view refinement: keystones from the best view for KIGV,
-  greedy deletion selection across the views' candidate features.
+  greedy deletion selection across the views' candidate features;
+  `refine_series` runs all of it on one series.
 - `data`: the planted sine-burst task and the UCR sets bundled in sktime.
 
 Reference: Tran et al., "MIX: multi-view time-frequency explanations",
@@ -23,6 +24,7 @@ from lib.explain.refine import delete_time
 from lib.explain.refine import greedy_deletion
 from lib.explain.refine import keystone_in_view
 from lib.explain.refine import keystone_time_mask
+from lib.explain.refine import refine_series
 from lib.explain.refine import top_time_points
 from lib.explain.views import check_series
 from lib.explain.views import dwt

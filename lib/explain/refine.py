@@ -101,3 +101,65 @@ def greedy_deletion(f, x, baseline, candidates, budget: int, steps: int):
 def top_time_points(time_scores, budget: int):
   """[n] bool: the `budget` top time points of a time-domain score."""
   return metrics.top_k_mask(time_scores, budget)
+
+
+def refine_series(
+  f,
+  x,
+  baseline,
+  best_scores,
+  best_level: int,
+  view_scores: dict,
+  random_scores,
+  *,
+  levels,
+  budget: int,
+  candidates: int,
+  greedy_steps: int,
+  ig_steps: int = 64,
+  deletion_points: int = 11,
+) -> dict:
+  """MIX's cross-view refinement of one series (rules [inferred], above).
+
+  Args:
+    f: series -> scalar (the explained probability).
+    x, baseline: [n] series.
+    best_scores: attributions of the best view V_q (level `best_level`).
+    view_scores: {level: IGV attributions of that view}, every level in
+      `levels` (level 0: time-domain IG).
+    random_scores: [n] a random time ranking (the floor).
+    levels: the views, in the order their candidates are concatenated.
+    budget: k, the time points the keystone and every deletion may cover.
+    candidates: the top coefficients per view offered to the greedy search.
+
+  Returns:
+    "deletion/kigv{r}": deletion AUC of KIGV in every other view r, its
+      keystone the time support of V_q's top-k coefficients;
+    "budget/greedy", "greedy_rounds": f after `greedy_deletion` over the top
+      coefficients of every view, and the rounds that added a support;
+    "budget/best_view", "budget/time_ig", "budget/random": f after deleting
+      the k top time points of V_q, of time-domain |IG| and of the random
+      ranking; "budget/none": f(x).
+  """
+  out = {}
+  key_time = keystone_time_mask(best_scores, best_level, budget)
+  for lv in levels:
+    if lv == best_level:
+      continue
+    keystone = keystone_in_view(key_time, lv)
+    a = views.kigv(f, x, baseline, lv, keystone, ig_steps)
+    out[f"deletion/kigv{lv}"] = metrics.deletion_auc(
+      f, x, baseline, a, lv, deletion_points
+    )
+  cands = jnp.concatenate(
+    [coefficient_supports(view_scores[lv], lv, candidates) for lv in levels]
+  )
+  order, probs, _ = greedy_deletion(f, x, baseline, cands, budget, greedy_steps)
+  out["budget/greedy"] = probs[-1]
+  out["greedy_rounds"] = jnp.sum(order >= 0)
+  drop = lambda sc: f(delete_time(x, baseline, top_time_points(sc, budget)))
+  out["budget/best_view"] = drop(views.to_time(best_scores, best_level))
+  out["budget/time_ig"] = drop(jnp.abs(view_scores[0]))
+  out["budget/random"] = drop(random_scores)
+  out["budget/none"] = f(x)
+  return out

@@ -8,9 +8,11 @@ Modules:
 - `trpe`: tabular softmax policies, self-normalised trajectory importance
   weights, the KL trust-region TRPE epoch, and the downstream team reward
   with REINFORCE fine-tuning.
-- `drag`: the U-maze with rendered observations, the beta-VAE, KL-DRO
-  weights (tabular and neural weighters), Skew-Fit weights and their DRO
-  link, the scripted goal-reaching controller, coverage metrics.
+- `drag` (a package; goal-conditioned exploration, not an RL learner):
+  `maze` (the U-maze, rendered observations, coverage), `vae` (the
+  beta-VAE, KL-DRO weights, tabular and neural weighters, Skew-Fit and its
+  DRO link), `controller` (imagined goals, the scripted goal-reaching
+  controller, one online iteration).
 
 References: Zamboni, Mutti, Restelli, "Towards Principled Unsupervised
 Multi-Agent Reinforcement Learning", NeurIPS 2025 (arXiv 2502.08365);

@@ -206,3 +206,41 @@ def test_group_probability_under_x64_is_the_group_frequency(kind, v_dtype):
     got = ev.group_probability(jnp.asarray(v), jnp.asarray(a), kind, degree=1)
     got = np.asarray(got)
   np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_t_statistic_oracles():
+  # T_a(V) = metric(group a) - metric(population weighted by P(A = a | V)).
+  r = np.random.default_rng(3)
+  n = 40
+  p = r.uniform(0.05, 0.95, n)
+  y = (r.uniform(size=n) < p).astype(np.int32)
+  a = np.arange(n) % 2
+  y[:4] = (0, 1, 0, 1)  # both classes in both groups
+  pj, yj, aj = jnp.asarray(p), jnp.asarray(y), jnp.asarray(a)
+  # V that reveals the group: the weighted population is group a, T = 0.
+  t = ev.t_statistic(pj, yj, aj, 1, jnp.asarray(a, jnp.float32))
+  for k in ev.METRICS:
+    assert abs(float(t[k])) < 1e-6, k
+  # V independent of A (constant P(A = a | V)): group minus the population,
+  # checked on the log-loss in float64 numpy.
+  t = ev.t_statistic(pj, yj, aj, 0, jnp.full(n, 0.5))
+  ce = -(y * np.log(p) + (1 - y) * np.log1p(-p))
+  np.testing.assert_allclose(
+    float(t["log_loss"]), ce[a == 0].mean() - ce.mean(), rtol=1e-5
+  )
+  # Integer counts are the same as repeating the rows.
+  counts = r.integers(0, 3, n)
+  counts[:4] = 1
+  pv = r.uniform(0.1, 0.9, n)
+  t = ev.t_statistic(
+    pj,
+    yj,
+    aj,
+    1,
+    jnp.asarray(pv),
+    counts=jnp.asarray(counts, pj.dtype),
+  )
+  rep = lambda v: jnp.asarray(np.repeat(v, counts))
+  ref = ev.t_statistic(rep(p), rep(y), rep(a), 1, rep(pv))
+  for k in ev.METRICS:
+    np.testing.assert_allclose(float(t[k]), float(ref[k]), atol=1e-6)

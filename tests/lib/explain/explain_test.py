@@ -153,3 +153,33 @@ def test_greedy_deletion_on_a_linear_model_matches_brute_force():
   assert np.all(np.diff(np.asarray(probs)) <= 1e-6)
   with pytest.raises(errors.ShapeError, match="candidates"):
     explain.greedy_deletion(f, x, jnp.zeros(n), cands[:, :5], 3, 2)
+
+
+def test_refine_series_on_a_linear_model_is_closed_form():
+  # f(s) = w . s at x = 1 against a zero baseline: deleting point i lowers f
+  # by w_i, time IG is w, and every level-1 support is a pair holding a -9,
+  # so greedy takes the singletons 0, 3, 4 (the optimum) and then stops.
+  w = np.asarray([5.0, -9, -9, 4, 3, -9, -9, -9], np.float32)
+  n, k = w.size, 3
+  f = lambda s: jnp.dot(jnp.asarray(w), s)
+  x, base = jnp.ones(n), jnp.zeros(n)
+  h = explain.haar_matrix(n, 1)
+  igv = {0: jnp.asarray(w), 1: jnp.asarray((h @ np.ones(n)) * (h @ w))}
+  rnd = np.random.default_rng(0).uniform(size=n).astype(np.float32)
+  out = explain.refine_series(
+    f, x, base, igv[0], 0, igv, jnp.asarray(rnd), levels=(0, 1), budget=k,
+    candidates=n, greedy_steps=5, ig_steps=8, deletion_points=5,
+  )  # fmt: skip
+  top_abs = np.argsort(-np.abs(w))[:k]
+  want = {
+    "budget/none": w.sum(),
+    "budget/greedy": w.sum() - 12.0,
+    "budget/time_ig": w.sum() - w[top_abs].sum(),
+    "budget/best_view": w.sum() - w[top_abs].sum(),
+    "budget/random": w.sum() - w[np.argsort(-rnd)[:k]].sum(),
+    "greedy_rounds": 3,
+  }
+  for key, value in want.items():
+    np.testing.assert_allclose(float(out[key]), value, rtol=1e-5, err_msg=key)
+  assert set(out) == set(want) | {"deletion/kigv1"}
+  assert np.isfinite(float(out["deletion/kigv1"]))

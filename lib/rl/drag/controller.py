@@ -1,0 +1,147 @@
+"""DRAG's exploration: imagined goals, the scripted controller, one iteration.
+
+Castanet, Sigaud, Lamprier, "Imagine Beyond!" (NeurIPS 2025, arXiv
+2505.17830), isolating the representation from RL: goals are drawn from the
+VAE prior and reached by a greedy controller in true state (no policy is
+learned), their states fill the buffer the weighted VAE is trained on.
+"""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from lib.core import errors
+from lib.rl.drag.maze import U_MAZE
+from lib.rl.drag.maze import decode_position
+from lib.rl.drag.maze import is_free
+from lib.rl.drag.maze import render
+from lib.rl.drag.vae import VAE
+from lib.rl.drag.vae import Weighter
+from lib.rl.drag.vae import dro_objective
+from lib.rl.drag.vae import skewfit_weights
+
+METHODS = ("rig", "skewfit", "drag")
+
+
+def imagine_goals(vae: VAE, params, key, n: int):
+  """Positions [n, 2] of n goals imagined from the prior.
+
+  z ~ N(0, I), decoded to an image (sigmoid of the logits), read back as the
+  image's soft-argmax position.
+  """
+  z = jax.random.normal(key, (n, vae.latent))
+  img = jax.nn.sigmoid(vae.apply(params, z, method=VAE.decode))
+  return decode_position(img)
+
+
+def reach(start, goal, steps: int, step_size: float = 0.06, maze=U_MAZE):
+  """Greedy moves towards the goal in true state; a blocked axis stays.
+
+  Returns the visited positions [steps, 2].
+  """
+  errors.check(
+    steps >= 1, errors.ConfigError, f"horizon must be >= 1, got {steps}"
+  )
+
+  def body(pos, _):
+    d = goal - pos
+    move = step_size * d / jnp.maximum(jnp.linalg.norm(d), step_size)
+    for axis in (0, 1):  # slide along walls: x first, then y
+      trial = pos.at[axis].add(move[axis])
+      pos = jnp.where(is_free(trial, maze), trial, pos)
+    return pos, pos
+
+  _, path = jax.lax.scan(body, start, None, length=steps)
+  return path
+
+
+def online_iteration(
+  state: dict,
+  key,
+  *,
+  vae: VAE,
+  weighter: Weighter,
+  tx,
+  weighter_tx,
+  method: str,
+  tau,
+  horizon: int,
+  vae_steps: int,
+  batch_size: int,
+  beta: float,
+):
+  """One iteration of the online loop for one seed; returns (state, loss).
+
+  `state` holds "vae", "opt" (its optax state), "w", "wopt" (the weighter's),
+  "buffer" [cap, 2] with the first "count" rows filled, and "walkers" [E, 2].
+
+  1. Every walker draws a goal from the VAE prior (z ~ N(0, I), decoded,
+     soft-argmax position) and walks `horizon` steps towards it (`reach`);
+     its states join the buffer and it stays where it ended.
+  2. `vae_steps` steps of the beta-VAE on batches drawn uniformly from the
+     buffer, the per-sample loss l(s) weighted by the method: uniform
+     ("rig"), Skew-Fit at alpha = -1 (softmax(l), the DRO weights at
+     tau = 1), or DRAG ("drag": w = softmax(f_psi(s)) from the weighter,
+     which first takes one ascent step on sum w l - tau KL(w || uniform)).
+
+  `tau` may be traced (one program serves every tau). The loss is the mean
+  weighted VAE loss over the iteration's steps.
+  """
+  errors.check(
+    method in METHODS,
+    errors.ConfigError,
+    f"method={method!r} is not one of {METHODS}",
+  )
+  walkers = state["walkers"].shape[0]
+  k_goal, k_train = jax.random.split(key)
+  # Goals from the prior, reached greedily; states join the buffer.
+  goals = imagine_goals(vae, state["vae"], k_goal, walkers)
+  paths = jax.vmap(lambda p, g: reach(p, g, horizon))(
+    state["walkers"], goals
+  )  # [E, H, 2]
+  new = paths.reshape(-1, 2)
+  buf = jax.lax.dynamic_update_slice(state["buffer"], new, (state["count"], 0))
+  count = state["count"] + new.shape[0]
+
+  def vae_step(c, k):
+    vp, opt, wp, wopt = c
+    k_idx, k_eps, k_noise = jax.random.split(k, 3)
+    idx = jax.random.randint(k_idx, (batch_size,), 0, count)
+    x = render(buf[idx])
+
+    def losses(v):
+      return vae.apply(v, x, k_eps, beta)
+
+    l_now = jax.lax.stop_gradient(losses(vp))
+    if method == "rig":
+      w = jnp.full((batch_size,), 1.0 / batch_size)
+    elif method == "skewfit":
+      # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
+      w = skewfit_weights(-l_now, -1.0)
+    else:
+      w = jax.nn.softmax(weighter.apply(wp, x))
+      wg = jax.grad(lambda p: -dro_objective(weighter.apply(p, x), l_now, tau))(
+        wp
+      )
+      wu, wopt = weighter_tx.update(wg, wopt, wp)
+      wp = optax.apply_updates(wp, wu)
+      w = jax.lax.stop_gradient(w)
+    value, g = jax.value_and_grad(lambda v: jnp.sum(w * losses(v)))(vp)
+    u, opt = tx.update(g, opt, vp)
+    return (optax.apply_updates(vp, u), opt, wp, wopt), value
+
+  (vp, opt, wp, wopt), values = jax.lax.scan(
+    vae_step,
+    (state["vae"], state["opt"], state["w"], state["wopt"]),
+    jax.random.split(k_train, vae_steps),
+  )
+  out = {
+    "vae": vp,
+    "opt": opt,
+    "w": wp,
+    "wopt": wopt,
+    "buffer": buf,
+    "count": count,
+    "walkers": paths[:, -1],
+  }
+  return out, jnp.mean(values)
