@@ -23,6 +23,7 @@ from experiments import _hns
 from lib import pde
 from lib import train as train_lib
 from lib.core import rng
+from lib.pde import comparison
 
 PAPER = {"hns_rollout": 0.0039, "cnn_rollout": 0.048, "h_error_ratio": 165.0}
 
@@ -71,7 +72,7 @@ def run(config, workdir) -> dict:
     ("h_error_vs_best", "hamiltonian_error"),
     ("rollout_vs_best", "rollout_error"),
   ):
-    results[key] = _hns.compare(
+    results[key] = comparison.compare(
       per_seed, metric, config.baselines, higher_is_better=False, ratio=True
     )
   results["h_error_ratio"] = results["h_error_vs_best"]["point"]

@@ -23,6 +23,7 @@ from experiments import _hns
 from lib import pde
 from lib import train as train_lib
 from lib.core import rng
+from lib.pde import comparison
 
 # Correlation time in steps of 200 (Table 2): HNS 151.1, Unet du/dt 113.3,
 # FNO du/dt 77.6; H error (Table 4): HNS 1.32, Unet du/dt 5.76e6.
@@ -72,7 +73,7 @@ def run(config, workdir) -> dict:
   # The claim: HNS's correlation time minus the strongest baseline's
   # (divergence counted as decorrelation), paired over seeds, or over the
   # validation trajectories of a single seed.
-  corr = _hns.compare(
+  corr = comparison.compare(
     per_seed,
     "correlation_time",
     config.baselines,
@@ -83,7 +84,7 @@ def run(config, workdir) -> dict:
   results["hns_corr_time"] = results["hns"]["correlation_time"]
   results["best_baseline_corr_time"] = corr["comparator_value"]
   results["corr_time_gap"] = corr["point"]
-  results["h_error_vs_best"] = _hns.compare(
+  results["h_error_vs_best"] = comparison.compare(
     per_seed,
     "hamiltonian_error",
     config.baselines,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from configs import hns_kdv as config_lib
-from experiments import _hns
 from experiments import hns_kdv
 from lib.core import errors
+from lib.pde import comparison
 from tests import helpers
 
 
@@ -38,7 +38,7 @@ def test_compare_counts_divergence_and_pairs_units():
     "next_step_cnn": [_seed([9, 9], [4, 4], ok), _seed([8, 12], [4, 8], ok)],
   }
   baselines = ("derivative_cnn", "next_step_cnn")
-  corr = _hns.compare(
+  corr = comparison.compare(
     per_seed, "correlation_time", baselines, higher_is_better=True, ratio=False
   )
   # Mean correlation times 16.5 (du/dt, diverged) vs 9.5: the strongest
@@ -56,14 +56,14 @@ def test_compare_counts_divergence_and_pairs_units():
   assert corr["units"] == "seeds" and corr["num_units"] == 2
   # On H error the diverged baseline scores inf: the next-step CNN is the
   # comparator; ratio = geometric mean of (4 / 1, 6 / 2).
-  h = _hns.compare(
+  h = comparison.compare(
     per_seed, "hamiltonian_error", baselines, higher_is_better=False, ratio=True
   )
   assert h["comparator"] == "next_step_cnn" and not h["comparator_diverged"]
   np.testing.assert_allclose(h["point"], np.sqrt(4.0 * 3.0))
   # One seed: the units are the trajectories of that seed.
   one = {k: v[:1] for k, v in per_seed.items()}
-  h1 = _hns.compare(
+  h1 = comparison.compare(
     one, "hamiltonian_error", baselines, higher_is_better=False, ratio=True
   )
   assert h1["units"] == "trajectories" and h1["num_units"] == 2
@@ -76,7 +76,7 @@ def test_every_baseline_diverged_is_flagged():
     "derivative_cnn": [_seed([1, 2], [1, 1], [False, False])],
     "next_step_cnn": [_seed([1, 1], [1, 1], [True, False])],
   }
-  h = _hns.compare(
+  h = comparison.compare(
     per_seed,
     "hamiltonian_error",
     ("derivative_cnn", "next_step_cnn"),

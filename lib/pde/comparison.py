@@ -1,0 +1,124 @@
+"""Seed summaries and paired comparisons of the HNS experiments.
+
+Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers" (NeurIPS 2025),
+Tables 2/4/5: each model trains several seeds; a claim compares HNS with the
+strongest baseline, divergence counted, paired over seeds (or over the
+validation trajectories when there is one seed). The metric dicts are those of
+`lib.pde.solver.rollout_metrics`, on the host.
+"""
+
+import numpy as np
+
+from lib.pde import metrics
+
+NAMES = {
+  "hns": "HNS",
+  "derivative_cnn": "du/dt CNN",
+  "next_step_cnn": "next-step CNN",
+}
+SCALARS = (
+  "rollout_error",
+  "rollout_error_finite",
+  "correlation_time",
+  "hamiltonian_error",
+  "hamiltonian_error_finite",
+  "finite_fraction",
+)
+
+
+def summarize(per_seed):
+  """Mean over seeds of each scalar metric, the per-seed values and a band.
+
+  `<metric>` is the mean over seeds (inf as soon as one seed has a diverged
+  trajectory for the error metrics), `<metric>_seeds` the per-seed values and
+  `<metric>_lo/_hi` the Student-t interval of the mean over units (seeds when
+  there are two or more, else the trajectories of the one seed).
+  """
+  out = {}
+  for k in SCALARS:
+    values = [float(m[k]) for m in per_seed]
+    out[k] = float(np.mean(values))
+    out[f"{k}_seeds"] = values
+  for k in ("rollout_error", "correlation_time", "hamiltonian_error"):
+    _, out[f"{k}_lo"], out[f"{k}_hi"] = metrics.mean_interval(
+      units(per_seed, k)
+    )
+  diverged_at = [float(m["diverged_at"]) for m in per_seed]
+  out["diverged_at_seeds"] = diverged_at
+  out["diverged"] = bool(out["finite_fraction"] < 1.0)
+  return out
+
+
+def units(per_seed, metric):
+  """Per-unit values of `metric`: one per seed, or per trajectory of one seed."""
+  if len(per_seed) >= 2:
+    return np.asarray([float(m[metric]) for m in per_seed])
+  return np.asarray(per_seed[0][f"traj_{metric}"], dtype=np.float64)
+
+
+def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
+  """HNS vs the strongest baseline on `metric`, as a paired interval.
+
+  Args:
+    per_seed: {model kind: per-seed metric dicts}, "hns" included.
+    metric: "rollout_error", "correlation_time" or "hamiltonian_error".
+    baselines: the baseline kinds that were run.
+    higher_is_better: True for correlation time.
+    ratio: True: the statistic is comparator / HNS per unit (how many times
+      smaller HNS's error is), point = geometric mean of the unit ratios and
+      the interval exp(t-interval of the log ratios); False: HNS - comparator
+      per unit, point = mean difference.
+
+  Returns:
+    {"comparator": kind, "comparator_name", "comparator_value" (mean over
+    seeds), "comparator_finite_fraction", "comparator_diverged",
+    "hns_value", "point", "lo", "hi", "units" ("seeds"/"trajectories"),
+    "num_units", "per_unit" (the per-unit statistic), "baselines": {kind:
+    {metric, finite_fraction}}}.
+  """
+
+  def score(kind):
+    v = float(np.mean([float(m[metric]) for m in per_seed[kind]]))
+    return v if higher_is_better else -v
+
+  def finite_fraction(kind):
+    return float(np.mean([float(m["finite_fraction"]) for m in per_seed[kind]]))
+
+  # Strongest first; among equal scores (all inf) the least diverged.
+  best = max(baselines, key=lambda k: (score(k), finite_fraction(k)))
+  hns_units = units(per_seed["hns"], metric)
+  base_units = units(per_seed[best], metric)
+  with np.errstate(divide="ignore", invalid="ignore"):
+    if ratio:
+      stat = np.log(base_units) - np.log(hns_units)
+    else:
+      stat = hns_units - base_units
+  point, lo, hi = metrics.mean_interval(stat)
+  if ratio:
+    point, lo, hi = (float(np.exp(v)) for v in (point, lo, hi))
+  ff = finite_fraction(best)
+  return {
+    "comparator": best,
+    "comparator_name": NAMES[best],
+    "comparator_value": float(
+      np.mean([float(m[metric]) for m in per_seed[best]])
+    ),
+    "comparator_finite_fraction": ff,
+    "comparator_diverged": bool(ff < 1.0),
+    "hns_value": float(np.mean([float(m[metric]) for m in per_seed["hns"]])),
+    "point": float(point),
+    "lo": float(lo),
+    "hi": float(hi),
+    "units": "seeds" if len(per_seed["hns"]) >= 2 else "trajectories",
+    "num_units": int(stat.size),
+    # The per-unit statistic behind the interval (the ratio itself when
+    # `ratio`): the reproduce report's seeds-needed column reads it.
+    "per_unit": (np.exp(stat) if ratio else stat).tolist(),
+    "baselines": {
+      k: {
+        metric: float(np.mean([float(m[metric]) for m in per_seed[k]])),
+        "finite_fraction": finite_fraction(k),
+      }
+      for k in baselines
+    },
+  }
