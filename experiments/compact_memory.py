@@ -1,22 +1,17 @@
 """Compact memory for continual logistic regression (Jung et al., NeurIPS 2025).
 
 "How to Train Your Compact Memory" (arXiv 2511.09167): a K-prior whose memory
-is fitted by PPCA-EM to the Hessian of the past data (Hessian matching) beats
-experience replay at small memory (Split-ImageNet: 60 % vs 30 % at 0.3 %
-memory; 74 % at 2 %; batch 77.6 %). The CPU reproduction (spec section 2):
-four moons (poly-5 features, 4 tasks; the official notebook: top-beta EM
-start, only the memory's beta clamped) and class-incremental Split-digits (5
-tasks x 2 classes; the Split-CIFAR script: random EM start, p clamped), memory
-per task swept; accuracy over all classes after the last task against memory
-as % of the data it summarises. The methods, their objectives and the task
-boundary's memory update are `lib.continual.learner`.
-
-Per dataset, two `lib.train.run_sweep`s of full-batch Adam, each ONE vmapped
-program: the sequential methods (method x memory size x seed; memories of
-different sizes padded with weight-0 slots) and batch training (seeds). Task
+is fitted by PPCA-EM to the Hessian of the past data beats experience replay
+at small memory (Split-ImageNet: 60 % vs 30 % at 0.3 % memory; batch 77.6 %).
+CPU reproduction (spec section 2): four moons (the official notebook) and
+class-incremental Split-digits (the Split-CIFAR script), memory per task
+swept; accuracy over all classes after the last task. The methods are
+`lib.continual.learner`. Per dataset two `lib.train.run_sweep`s of full-batch
+Adam, each ONE vmapped program: the sequential methods (method x memory x
+seed; memories padded with weight-0 slots) and batch training (seeds). Task
 boundaries happen inside the jitted step (`lax.cond`); checkpoints fall on
-them, and a rerun resumes bitwise. At every boundary the compact memory's
-distance from the PPCA-EM fixed point is measured before and after the EM.
+them. The compact memory's distance from the PPCA-EM fixed point at the last
+boundary, before and after the EM, is measured in the evaluation.
 
 Run: python -m experiments.compact_memory --config configs/compact_memory.py:quick \
   --workdir runs/compact_memory
@@ -72,10 +67,16 @@ def check_config(config) -> None:
   ):
     _checks.integer(steps, f"config.{key}")
     _checks.multiple_of(steps, config.train.log_every, f"config.{key}")
-  _checks.integer(config.em_iters, "config.em_iters", minimum=0)
-  _checks.number(config.em_noise, "config.em_noise", above=0)
-  _checks.number(config.em_jitter, "config.em_jitter", at_least=0)
-  _checks.number(config.softmax_eps, "config.softmax_eps", above=0, below=0.5)
+  for key, low in (("em_iters", 0), ("moons.em_iters", 0), ("moons.n", 8)):
+    _checks.integer(config[key], f"config.{key}", minimum=low)
+  _checks.integer(config.moons.degree, "config.moons.degree")
+  for key, bounds in (
+    ("em_noise", dict(above=0)),
+    ("em_jitter", dict(at_least=0)),
+    ("softmax_eps", dict(above=0, below=0.5)),
+    ("moons.noise", dict(at_least=0)),
+  ):
+    _checks.number(config[key], f"config.{key}", **bounds)
   for name in ("moons", "digits"):
     c = config[name]
     _checks.number(c.lr, f"config.{name}.lr", above=0)
@@ -84,10 +85,6 @@ def check_config(config) -> None:
     _checks.one_of(
       c.beta_clamp, continual.BETA_CLAMPS, f"config.{name}.beta_clamp"
     )
-  _checks.integer(config.moons.n, "config.moons.n", minimum=8)
-  _checks.integer(config.moons.em_iters, "config.moons.em_iters", minimum=0)
-  _checks.integer(config.moons.degree, "config.moons.degree")
-  _checks.number(config.moons.noise, "config.moons.noise", at_least=0)
   _checks.integer(
     config.digits.classes_per_task, "config.digits.classes_per_task"
   )
@@ -115,36 +112,26 @@ def load_dataset(config, name: str):
     spec.update(lr=m.lr, sizes=m.memory_sizes, init=m.compact_init)
     spec.update(steps=m.steps_per_task, em_iters=m.em_iters, clamp=m.beta_clamp)
   elif name == "digits":
-    tasks = continual.split_digits(
-      classes_per_task=d.classes_per_task,
-      test_fraction=d.test_fraction,
-      seed=config.data_seed,
-    )
+    split = dict(test_fraction=d.test_fraction, seed=config.data_seed)
+    tasks = continual.split_digits(classes_per_task=d.classes_per_task, **split)
     spec.update(lr=d.lr, sizes=d.memory_sizes, init=d.compact_init)
   else:
-    tasks = continual.load_feature_file(
-      config.feature_file,
-      test_fraction=config.file_test_fraction,
-      seed=config.data_seed,
-    )
+    split = dict(test_fraction=config.file_test_fraction, seed=config.data_seed)
+    tasks = continual.load_feature_file(config.feature_file, **split)
     spec.update(lr=config.file_lr, sizes=config.file_memory_sizes)
-  file = name == "file"
-  continual.check_tasks(
-    tasks,
-    spec["sizes"],
-    config.feature_file if file else name,
-    "config.file_memory_sizes" if file else f"config.{name}.memory_sizes",
-  )
+  what, key = name, f"config.{name}.memory_sizes"
+  if name == "file":
+    what, key = config.feature_file, "config.file_memory_sizes"
+  continual.check_tasks(tasks, spec["sizes"], what, key)
   return tasks, spec
 
 
 def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   """(sequential sweep, batch sweep or None, sequential method names).
 
-  Step `step` trains task t = step // steps_per_task; at a task boundary
-  each member ends the task (`continual.end_task`: its memory from the
-  class-balanced picks, the same points for every method of a seed). The
-  start is torch Linear's default, U(-1/sqrt(d), 1/sqrt(d)), one per seed.
+  Step `step` trains task t = step // steps_per_task; at a task boundary each
+  member ends the task (`continual.end_task`), its memory from the same
+  class-balanced picks for every method of a seed.
   """
   sizes, steps = tuple(spec["sizes"]), spec["steps"]
   kmax = max(sizes)
@@ -156,16 +143,16 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     tasks.y_train, sizes, config.seeds, config.train.seed
   )
   data["test"] = (np.asarray(tasks.x_test, float), np.int32(tasks.y_test))
+  data["all"] = (x.reshape(-1, d), y.reshape(-1), m.reshape(-1))  # batch
   em = dict(iters=spec["em_iters"], noise=config.em_noise, clamp=spec["clamp"])
   em.update(eps=config.softmax_eps, jitter=config.em_jitter)
   em.update(top_beta=spec["init"] == "top_beta")
-  root = lambda: rng_lib.root_key(config.train.seed)
-  bound = 1.0 / np.sqrt(d)
+  task = lambda data, t: (data["x"][t], data["y"][t], data["m"][t])
 
   def init_one(key, setting):
-    key = rng_lib.stream(root(), "theta", setting["seed"])
-    shape = (d, tasks.num_classes)
-    theta = jax.random.uniform(key, shape, jnp.float64, -bound, bound)
+    root = rng_lib.root_key(config.train.seed)
+    key = rng_lib.stream(root, "theta", setting["seed"])
+    theta = continual.init_theta(key, d, tasks.num_classes)
     learner = continual.init_learner(theta, tx, (n_tasks - 1) * kmax)
     hist = {}
     if keep_history:  # for the figure: theta after each task, memory in use
@@ -176,15 +163,9 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   def end_task(member, data, t, setting):
     size, hist = setting["memory"], member["hist"]
     picks = data["picks"][t, jnp.argmax(data["sizes"] == size), setting["seed"]]
-    learner = continual.end_task(
-      member["learner"],
-      tx,
-      *(data["x"][t], data["y"][t], data["m"][t], picks),
-      (jnp.arange(kmax) < size).astype(jnp.float64),
-      method=setting["method"],
-      slot=t * kmax,
-      **em,
-    )
+    pick_w = (jnp.arange(kmax) < size).astype(jnp.float64)
+    args = (*task(data, t), picks, pick_w, setting["method"], t * kmax)
+    learner = continual.end_task(member["learner"], tx, *args, **em)
     if keep_history:
       now = dict(theta=learner.theta, memory=learner.memory)
       hist = jax.tree.map(lambda h, v: h.at[t].set(v), hist, now)
@@ -201,31 +182,26 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     learner, loss, grad = continual.learner_step(
       member["learner"],
       tx,
-      *(data["x"][t], data["y"][t], data["m"][t]),
-      method=setting["method"],
-      delta=config.delta,
-      first=t == 0,
+      *task(data, t),
+      setting["method"],
+      config.delta,
+      t == 0,
     )
     metrics = dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
     return {**member, "learner": learner}, {**metrics, "task": t.astype(float)}
 
-  def batch_step(member, data, key, step, setting):
-    flat = (data["x"].reshape(-1, d), data["y"].reshape(-1), data["m"])
-    loss, grad = jax.value_and_grad(continual.batch_loss)(
-      member.theta, *flat[:2], flat[2].reshape(-1), delta=config.delta
-    )
-    updates, opt_state = tx.update(grad, member.opt_state, member.theta)
-    theta = optax.apply_updates(member.theta, updates)
-    metrics = dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
-    return member._replace(theta=theta, opt_state=opt_state), metrics
+  def batch_step(learner, data, key, step, setting):
+    args = (*data["all"], config.delta)
+    learner, loss, grad = continual.batch_step(learner, tx, *args)
+    return learner, dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
 
   def eval_one(member, data, setting):
     """Test accuracy; for a sequential member also the fixed-point gap of
     its memory at the last task boundary (meaningful for compact only)."""
-    if not isinstance(member, dict):  # batch
-      return {"test_acc": continual.accuracy(member.theta, *data["test"])}
-    learner = member["learner"]
+    learner = member["learner"] if isinstance(member, dict) else member
     out = {"test_acc": continual.accuracy(learner.theta, *data["test"])}
+    if learner is member:  # batch
+      return out
     scatter, rows = learner.trace
     gap = jax.vmap(continual.fixed_point_gap, (None, 0, None))
     gap = gap(scatter, rows, config.em_noise)
@@ -250,30 +226,10 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   if "batch" not in config.methods:
     return seq, None, methods
   seeds = train_lib.sweep_stack([f"batch/seed{s}" for s in seeds], seed=seeds)
-  batch_init = lambda key, setting: init_one(key, setting)["learner"]
+  init = lambda key, setting: init_one(key, setting)["learner"]
   where = os.path.join(workdir, "batch")
-  batch = train_lib.run_sweep(
-    batch_init, batch_step, seeds, workdir=where, **common
-  )
+  batch = train_lib.run_sweep(init, batch_step, seeds, workdir=where, **common)
   return seq, batch, methods
-
-
-def _fixed_point_summary(gap, sizes) -> dict:
-  """The compact memories' distance from the EM fixed point, per size.
-
-  At the last task boundary (the memory the last task trains with), before
-  and after the EM: largest principal angle (degrees) to the top-K scatter
-  eigenvectors, scale trace(W^T W) / trace(Lambda_K - sigma^2)_+ and the
-  relative Frobenius error (`lib.continual.fixed_point_gap`); mean, min and
-  max over seeds. `gap` maps GAP_KEYS to [sizes, seeds] arrays.
-  """
-  out = {f"m{k}": {} for k in sizes}
-  for key, v in gap.items():
-    if key.endswith("max_angle"):
-      key, v = f"{key}_deg", np.degrees(v)
-    for j, k in enumerate(sizes):
-      out[f"m{k}"][key] = {q: float(f(v[j])) for q, f in SPREAD.items()}
-  return out
 
 
 def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
@@ -300,12 +256,9 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
   acc = dict(zip(methods, seq.final("test_acc")))
   learner = state["learner"]
   finite = not seq.diverged.any() and np.isfinite(learner.theta).all()
+  out["finite"] = bool(finite and (batch is None or not batch.diverged.any()))
   if batch is not None:
-    batch_acc = batch.final("test_acc")
-    finite = finite and not batch.diverged.any()
-  out["finite"] = bool(finite)
-  if batch is not None:
-    out["batch"] = stats.band(batch_acc)
+    out["batch"] = stats.band(batch_acc := batch.final("test_acc"))
   for method, a in acc.items():
     out[method] = {f"m{k}": stats.band(a[j]) for j, k in enumerate(sizes)}
 
@@ -327,8 +280,16 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
     if key in out:
       out["smallest"][key] = out[key][k0]
   if "compact" in acc:
-    gap = {k: seq.final(k)[methods.index("compact")] for k in GAP_KEYS}
-    out["em_fixed_point"] = _fixed_point_summary(gap, sizes)
+    # The compact memories' distance from the EM fixed point at the last
+    # task boundary, before and after the EM (`continual.fixed_point_gap`;
+    # the largest principal angle in degrees), over seeds.
+    gap = out["em_fixed_point"] = {f"m{k}": {} for k in sizes}
+    for key in GAP_KEYS:
+      v = seq.final(key)[methods.index("compact")]
+      if key.endswith("max_angle"):
+        key, v = f"{key}_deg", np.degrees(v)
+      for j, k in enumerate(sizes):
+        gap[f"m{k}"][key] = {q: float(f(v[j])) for q, f in SPREAD.items()}
   summary = {
     m: {k: round(v["mean"], 4) for k, v in out[m].items()} for m in acc
   }
@@ -338,12 +299,7 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
   return out, dict(tasks=tasks, sizes=sizes, methods=methods, state=state)
 
 
-STYLES = {
-  "replay": ("tab:red", "o"),
-  "random_kprior": ("tab:orange", "s"),
-  "random_kprior_anchored": ("tab:brown", "D"),
-  "compact": ("tab:blue", "^"),
-}
+STYLES = dict(zip(SEQUENTIAL, zip(("red", "orange", "brown", "blue"), "osD^")))
 
 
 def accuracy_figure(path, results) -> None:
@@ -356,6 +312,7 @@ def accuracy_figure(path, results) -> None:
     for method, (color, marker) in STYLES.items():
       if method in r:
         band = {q: np.array([r[method][k][q] for k in keys]) for q in STATS}
+        color = f"tab:{color}"
         ax.plot(pct, band["mean"], marker=marker, color=color, label=method)
         if np.all(np.isfinite(band["lo"])):
           ax.fill_between(pct, band["lo"], band["hi"], color=color, alpha=0.15)
@@ -378,12 +335,8 @@ def boundary_figure(path, traces) -> None:
   """
   from experiments._plot import plt
 
-  tasks, k0, hist = (
-    traces["tasks"],
-    min(traces["sizes"]),
-    traces["state"]["hist"],
-  )
-  j0 = traces["sizes"].index(k0)
+  tasks, hist, sizes = traces["tasks"], traces["state"]["hist"], traces["sizes"]
+  k0 = min(sizes)
   pts = np.concatenate(tasks.raw_train)
   lo, hi = pts.min(0) - 0.3, pts.max(0) + 0.3
   g1, g2 = np.meshgrid(
@@ -398,7 +351,7 @@ def boundary_figure(path, traces) -> None:
     len(rows), n_t, figsize=(3.2 * n_t, 2.8 * len(rows)), squeeze=False
   )
   for row, method in enumerate(rows):
-    i = (row, j0, 0)  # seed 0
+    i = (row, sizes.index(k0), 0)  # seed 0
     for t, ax in enumerate(axes[row]):
       for p, y in zip(tasks.raw_train[: t + 1], tasks.y_train):
         ax.scatter(*p.T, c=y, s=3, cmap="coolwarm", alpha=0.3)

@@ -43,8 +43,10 @@ from lib.continual.learner import METHODS
 from lib.continual.learner import Learner
 from lib.continual.learner import Trace
 from lib.continual.learner import batch_loss
+from lib.continual.learner import batch_step
 from lib.continual.learner import end_task
 from lib.continual.learner import init_learner
+from lib.continual.learner import init_theta
 from lib.continual.learner import learner_step
 from lib.continual.learner import objective
 from lib.continual.learner import task_boundary

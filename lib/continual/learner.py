@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from lib.continual.kprior import Memory
@@ -171,8 +172,9 @@ def init_learner(theta, tx, slots: int) -> Learner:
   )
 
 
-def learner_step(learner: Learner, tx, x, y, mask, *, method, delta, first):
-  """One full-batch step of `tx` on `objective`: (learner, loss, grad)."""
+def learner_step(learner: Learner, tx, x, y, mask, method, delta, first):
+  """One full-batch step of `tx` on `objective`: (learner, loss, grad);
+  `first`: whether this is the first task (replay's L2 term)."""
   loss, grad = jax.value_and_grad(objective)(
     learner.theta,
     method,
@@ -190,13 +192,15 @@ def learner_step(learner: Learner, tx, x, y, mask, *, method, delta, first):
   return learner._replace(theta=theta, opt_state=opt_state), loss, grad
 
 
-def end_task(learner: Learner, tx, x, y, mask, picks, pick_w, **kwargs):
+def end_task(
+  learner: Learner, tx, x, y, mask, picks, pick_w, method, slot, **em
+):
   """The end of a task: the new memory (`task_boundary`, same arguments),
   theta_old <- theta and a fresh optimizer state (the official scripts
   restart Adam for every task)."""
   memory, mem_y, trace = task_boundary(
     learner.theta,
-    kwargs.pop("method"),
+    method,
     learner.memory,
     learner.mem_y,
     x,
@@ -204,7 +208,25 @@ def end_task(learner: Learner, tx, x, y, mask, picks, pick_w, **kwargs):
     mask,
     picks,
     pick_w,
-    **kwargs,
+    slot=slot,
+    **em,
   )
   theta = learner.theta
   return Learner(theta, tx.init(theta), theta, memory, mem_y, trace)
+
+
+def init_theta(key, d: int, num_classes: int, dtype=jnp.float64):
+  """The official start: torch Linear's default U(-1/sqrt(d), 1/sqrt(d))."""
+  bound = 1.0 / np.sqrt(d)  # a Python float, as the official code
+  return jax.random.uniform(key, (d, num_classes), dtype, -bound, bound)
+
+
+def batch_step(learner: Learner, tx, x, y, mask, delta):
+  """One full-batch step of `tx` on `batch_loss` over every task's rows
+  (x [N, d], y [N], mask [N]): (learner, loss, grad); no memory is used."""
+  loss, grad = jax.value_and_grad(batch_loss)(
+    learner.theta, x, y, mask, delta=delta
+  )
+  updates, opt_state = tx.update(grad, learner.opt_state, learner.theta)
+  theta = optax.apply_updates(learner.theta, updates)
+  return learner._replace(theta=theta, opt_state=opt_state), loss, grad

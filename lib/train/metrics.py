@@ -179,6 +179,27 @@ def _fmt_seconds(s: float) -> str:
   )
 
 
+def _summary(loss: np.ndarray) -> str:
+  """A loss for the progress line: a scalar, or a stack's mean (min, max).
+
+  A vmapped sweep's loss has one entry per member; printing them all made
+  one progress line per few dozen members unreadable. Non-finite entries
+  (diverged members) are counted, not averaged.
+  """
+  if not loss.ndim:
+    return f"{loss:.5g}"
+  if loss.size <= 4:
+    return np.array2string(loss, precision=5)
+  ok = loss[np.isfinite(loss)]
+  bad = f", {loss.size - ok.size} non-finite" if ok.size < loss.size else ""
+  if not ok.size:
+    return f"non-finite ({loss.size} runs)"
+  return (
+    f"mean {ok.mean():.5g} (min {ok.min():.5g}, max {ok.max():.5g}; "
+    f"{loss.size} runs{bad})"
+  )
+
+
 class Progress:
   """Logs step, loss, steps/s and ETA (process 0); the compiling interval is excluded."""
 
@@ -205,7 +226,7 @@ class Progress:
         self.name,
         step,
         self.total,
-        np.array2string(loss, precision=5) if loss.ndim else f"{loss:.5g}",
+        _summary(loss),
         rate,
         _fmt_seconds(eta),
         now - self._start,
