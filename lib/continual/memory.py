@@ -69,16 +69,24 @@ def _check_clamp(clamp: str) -> None:
   )
 
 
+# Under vmap (a sweep of learners) one LAPACK call per matrix, in a loop:
+# jaxlib's batched CPU solvers split a large batch over XLA's intra-op
+# threads, and inside a while loop (the EM inside a training scan) that
+# split deadlocks when the loop already holds every pool thread.
+_inv = jax.custom_batching.sequential_vmap(jnp.linalg.inv)
+_solve = jax.custom_batching.sequential_vmap(jnp.linalg.solve)
+
+
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
   """One EM step of the code's PPCA on columns: w [d, K], x [d, N] -> [d, K]."""
   k = w.shape[1]
   eye = jnp.eye(k, dtype=w.dtype)
   s = w.T @ w / noise + eye
-  s_inv = jnp.linalg.inv(s)
+  s_inv = _inv(s)
   m = (s_inv @ w.T) @ x / noise  # [K, N] posterior means
   b = s_inv + m @ m.T + jitter * eye
   # (X M^T) B^-1, as a solve: B is symmetric.
-  return jnp.linalg.solve(b, (x @ m.T).T).T
+  return _solve(b, (x @ m.T).T).T
 
 
 def observed_rows(
