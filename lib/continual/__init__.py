@@ -8,6 +8,9 @@ Modules:
   (un-normalised scatter, clamped beta, un-transform with the previous vectors),
   the memory initialisations (class-balanced random points, largest beta) and
   the distance of a memory from the EM's fixed point (`fixed_point_gap`).
+- `learner`: the methods (replay, the random-points K-priors, compact memory)
+  as one objective and one task-boundary memory update per method, and the
+  batch baseline's loss.
 - `data`: the four-moons and Split-digits task sequences and a user's own
   feature file (.npz), with one-line errors for bad input.
 
@@ -24,6 +27,7 @@ from lib.continual.data import check_tasks
 from lib.continual.data import four_moons
 from lib.continual.data import from_arrays
 from lib.continual.data import load_feature_file
+from lib.continual.data import pad_tasks
 from lib.continual.data import split_digits
 from lib.continual.kprior import Memory
 from lib.continual.kprior import accuracy
@@ -35,8 +39,21 @@ from lib.continual.kprior import kprior_linear
 from lib.continual.kprior import replay_loss
 from lib.continual.kprior import soft_cross_entropy
 from lib.continual.kprior import task_loss
+from lib.continual.learner import METHODS
+from lib.continual.learner import Learner
+from lib.continual.learner import Trace
+from lib.continual.learner import batch_loss
+from lib.continual.learner import batch_step
+from lib.continual.learner import end_task
+from lib.continual.learner import init_learner
+from lib.continual.learner import init_theta
+from lib.continual.learner import learner_step
+from lib.continual.learner import objective
+from lib.continual.learner import task_boundary
 from lib.continual.memory import BETA_CLAMPS
 from lib.continual.memory import FixedPointGap
+from lib.continual.memory import add_vectors
+from lib.continual.memory import balanced_picks
 from lib.continual.memory import beta
 from lib.continual.memory import data_beta
 from lib.continual.memory import fixed_point_gap
@@ -46,4 +63,5 @@ from lib.continual.memory import ppca_em_step
 from lib.continual.memory import refine
 from lib.continual.memory import select_balanced
 from lib.continual.memory import select_top_beta
+from lib.continual.memory import tilde_rows
 from lib.continual.memory import update_memory

@@ -306,3 +306,21 @@ def moons_features(points, degree: int = 5) -> np.ndarray:
   from sklearn import preprocessing
 
   return preprocessing.PolynomialFeatures(degree).fit_transform(points)
+
+
+def pad_tasks(tasks: Tasks):
+  """Tasks as fixed shapes: x [T, Nmax, d], y [T, Nmax], mask [T, Nmax].
+
+  A task with fewer than Nmax points is padded with mask-0 rows, so that one
+  jitted step serves every task.
+  """
+  nmax = max(len(y) for y in tasks.y_train)
+  t, d = tasks.num_tasks, tasks.x_train[0].shape[1]
+  x, y, m = (
+    np.zeros((t, nmax, d)),
+    np.zeros((t, nmax), np.int32),
+    np.zeros((t, nmax)),
+  )
+  for i, (xi, yi) in enumerate(zip(tasks.x_train, tasks.y_train)):
+    x[i, : len(yi)], y[i, : len(yi)], m[i, : len(yi)] = xi, yi, 1.0
+  return x, y, m

@@ -22,6 +22,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from lib.core.losses import token_nll
+
 
 class Memory(NamedTuple):
   """The memory: vectors u [M, d] (unit norm after PPCA-EM) and weights w [M].
@@ -39,10 +41,19 @@ def empty_memory(d: int, dtype=jnp.float32) -> Memory:
   return Memory(jnp.zeros((0, d), dtype), jnp.zeros((0,), dtype))
 
 
-def cross_entropy_sum(theta, x, y):
-  """Sum over rows of CE(y_i, softmax(x_i @ theta)); y holds class ids."""
-  logp = jax.nn.log_softmax(x @ theta, axis=-1)
-  return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=-1))
+def cross_entropy_sum(theta, x, y, mask=None):
+  """Sum over rows of CE(y_i, softmax(x_i @ theta)); y holds class ids.
+
+  Rows with mask 0 (padding, so that tasks of different sizes share a shape)
+  contribute nothing.
+  """
+  nll = token_nll(x @ theta, y)
+  return jnp.sum(nll if mask is None else mask * nll)
+
+
+def _rows(x, mask):
+  """The batch size B: rows of x, or the unmasked rows."""
+  return x.shape[0] if mask is None else jnp.sum(mask)
 
 
 def soft_cross_entropy(theta, u, p_old):
@@ -64,23 +75,37 @@ def kprior(theta, theta_old, memory: Memory, delta, center=None):
   return reg + jnp.sum(memory.w * soft_cross_entropy(theta, memory.u, p_old))
 
 
-def task_loss(theta, x, y, theta_old, memory: Memory, delta, n_new):
-  """The code's per-batch objective: CE_sum / batch + K_t(theta) / N_new."""
-  ce = cross_entropy_sum(theta, x, y) / x.shape[0]
-  return ce + kprior(theta, theta_old, memory, delta) / n_new
+def task_loss(
+  theta,
+  x,
+  y,
+  theta_old,
+  memory: Memory,
+  delta,
+  n_new,
+  *,
+  mask=None,
+  center=None,
+):
+  """The code's per-batch objective: CE_sum / B + K_t(theta) / N_new.
+
+  B is the batch's rows (with `mask`, its unmasked rows); `center` as for
+  `kprior` (0 for the official random-points baseline).
+  """
+  ce = cross_entropy_sum(theta, x, y, mask) / _rows(x, mask)
+  return ce + kprior(theta, theta_old, memory, delta, center=center) / n_new
 
 
-def replay_loss(theta, x, y, mem_x, mem_y, mem_w, delta, n_new):
+def replay_loss(theta, x, y, mem_x, mem_y, mem_w, delta, n_new, *, mask=None):
   """Experience replay (official baseline): CE_new / B + (L2 + replay CE) / N.
 
-  `mem_w` is 1 for a stored point and 0 for a padding slot. The official
-  replay script puts (delta/2)||theta||^2 only on the first task (no memory
-  yet) and nothing but the replayed CE afterwards; the caller passes
-  delta = 0 after the first task to follow it.
+  `mem_w` is 1 for a stored point and 0 for a padding slot; `mask` as for
+  `task_loss`. The official replay script puts (delta/2)||theta||^2 only on
+  the first task (no memory yet) and nothing but the replayed CE afterwards;
+  the caller passes delta = 0 after the first task to follow it.
   """
-  ce = cross_entropy_sum(theta, x, y) / x.shape[0]
-  logp = jax.nn.log_softmax(mem_x @ theta, axis=-1)
-  mem_ce = -jnp.take_along_axis(logp, mem_y[:, None], axis=-1)[:, 0]
+  ce = cross_entropy_sum(theta, x, y, mask) / _rows(x, mask)
+  mem_ce = token_nll(mem_x @ theta, mem_y)
   extra = 0.5 * delta * jnp.sum(theta**2) + jnp.sum(mem_w * mem_ce)
   return ce + extra / n_new
 

@@ -69,16 +69,24 @@ def _check_clamp(clamp: str) -> None:
   )
 
 
+# Under vmap (a sweep of learners) one LAPACK call per matrix, in a loop:
+# jaxlib's batched CPU solvers split a large batch over XLA's intra-op
+# threads, and inside a while loop (the EM inside a training scan) that
+# split deadlocks when the loop already holds every pool thread.
+_inv = jax.custom_batching.sequential_vmap(jnp.linalg.inv)
+_solve = jax.custom_batching.sequential_vmap(jnp.linalg.solve)
+
+
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
   """One EM step of the code's PPCA on columns: w [d, K], x [d, N] -> [d, K]."""
   k = w.shape[1]
   eye = jnp.eye(k, dtype=w.dtype)
   s = w.T @ w / noise + eye
-  s_inv = jnp.linalg.inv(s)
+  s_inv = _inv(s)
   m = (s_inv @ w.T) @ x / noise  # [K, N] posterior means
   b = s_inv + m @ m.T + jitter * eye
   # (X M^T) B^-1, as a solve: B is symmetric.
-  return jnp.linalg.solve(b, (x @ m.T).T).T
+  return _solve(b, (x @ m.T).T).T
 
 
 def observed_rows(
@@ -86,9 +94,39 @@ def observed_rows(
 ):
   """X as rows [N + M, d]: sqrt(beta) x for new data, sqrt(w beta) u for memory."""
   new = jnp.sqrt(data_beta(theta, x_new, eps, clamp))[:, None] * x_new
-  b_old = memory_beta(theta, memory.u, eps, clamp)
-  old = jnp.sqrt(memory.w * b_old)[:, None] * memory.u
+  old = tilde_rows(theta, memory, eps, clamp)
   return jnp.concatenate([new, old], axis=0)
+
+
+def tilde_rows(theta, memory: Memory, eps: float = 1e-4, clamp: str = "probs"):
+  """The memory in tilde form, rows sqrt(w_k beta(u_k)) u_k [M, d].
+
+  W W^T of these rows is the memory's Hessian sum_k w_k beta(u_k) u_k u_k^T,
+  the quantity PPCA-EM matches to the data's (`fixed_point_gap`).
+  """
+  b = memory_beta(theta, memory.u, eps, clamp)
+  return jnp.sqrt(memory.w * b)[:, None] * memory.u
+
+
+def add_vectors(memory: Memory, init_u, init_w=None, slot=None) -> Memory:
+  """The learnable memory of a task boundary: old vectors + K_new fresh ones.
+
+  The fresh vectors (weights `init_w`, default 1) are appended, or, with
+  `slot`, written over slots [slot, slot + K_new) of a fixed-size memory
+  whose unused slots have weight 0, so that the memory keeps one shape
+  inside a jitted loop over tasks (`slot` may be traced).
+  """
+  if init_w is None:
+    init_w = jnp.ones(init_u.shape[:1], init_u.dtype)
+  init_u = init_u.astype(memory.u.dtype)
+  init_w = init_w.astype(memory.w.dtype)
+  if slot is None:
+    return Memory(
+      jnp.concatenate([memory.u, init_u], axis=0),
+      jnp.concatenate([memory.w, init_w], axis=0),
+    )
+  put = lambda a, v: jax.lax.dynamic_update_slice_in_dim(a, v, slot, 0)
+  return Memory(put(memory.u, init_u), put(memory.w, init_w))
 
 
 def update_memory(
@@ -98,6 +136,7 @@ def update_memory(
   init_u,
   init_w=None,
   *,
+  slot=None,
   iters: int,
   noise: float = 1e-4,
   eps: float = 1e-4,
@@ -108,28 +147,27 @@ def update_memory(
 
   Args:
     theta: the model after the task, [d, C].
-    x_new: the task's inputs [N, d] (bias column included).
+    x_new: the task's inputs [N, d] (bias column included); padding rows
+      must be zero (they then observe nothing).
     memory: the memory before the task (M vectors).
     init_u: K_new fresh vectors [K_new, d] (raw points; the code's start).
     init_w: their starting weights (default 1). A 0 marks a padding slot,
       which EM leaves at weight 0 (its W column stays exactly 0).
+    slot: None appends the fresh vectors (M + K_new vectors); an index
+      writes them over empty slots of a fixed-size memory (`add_vectors`).
     iters: EM iterations (`nmemupdate`); a plain jitted `fori_loop`.
     noise: sigma^2 (`emnoise`, default 1e-4); eps, clamp: beta's clamp
       (`BETA_CLAMPS`).
 
   Returns:
-    Memory of M + K_new vectors: unit u (slots of weight 0 keep their
-    vector) and weights w = squared column norms.
+    The refined memory: unit u (slots of weight 0 keep their vector) and
+    weights w = squared column norms.
   """
   obs = observed_rows(theta, x_new, memory, eps, clamp)
-  if init_w is None:
-    init_w = jnp.ones(init_u.shape[:1], init_u.dtype)
-  u = jnp.concatenate([memory.u, init_u.astype(memory.u.dtype)], axis=0)
-  w = jnp.concatenate([memory.w, init_w.astype(memory.w.dtype)], axis=0)
   return refine(
     theta,
     obs,
-    Memory(u, w),
+    add_vectors(memory, init_u, init_w, slot),
     iters=iters,
     noise=noise,
     eps=eps,
@@ -245,7 +283,32 @@ def select_balanced(rng: np.random.Generator, y, k: int) -> np.ndarray:
   return out
 
 
-def select_top_beta(theta, x, k: int) -> np.ndarray:
-  """Indices of the k points of largest beta (the four-moons notebook's start)."""
-  b = np.asarray(beta(theta, x, 0.0))
-  return np.argsort(b, kind="stable")[::-1][:k]
+def balanced_picks(labels, sizes, seeds: int, seed: int) -> np.ndarray:
+  """Replay's / the random K-prior's points: [T - 1, len(sizes), seeds, max].
+
+  Entry [t, i, s, :sizes[i]] holds the indices into task t's training points
+  of a class-balanced random draw (`select_balanced`) of sizes[i] points,
+  seeded by (seed, s, t, sizes[i]) so that every method of a seed keeps the
+  same points; the rest of the row is 0 (masked by the memory's weights).
+  The last task needs no memory.
+  """
+  kmax = max(sizes)
+  picks = np.zeros((len(labels) - 1, len(sizes), seeds, kmax), np.int32)
+  for t, y in enumerate(labels[:-1]):
+    for i, k in enumerate(sizes):
+      for s in range(seeds):
+        rng = np.random.default_rng([seed, s, t, k])
+        picks[t, i, s, :k] = select_balanced(rng, y, k)
+  return picks
+
+
+def select_top_beta(theta, x, k: int, mask=None):
+  """Indices of the k rows of largest beta, unclamped (the four-moons
+  notebook's EM start); rows with mask 0 (padding) are never picked.
+
+  Jittable (`lax.top_k`: among equal betas the lower index comes first).
+  """
+  b = beta(theta, x, 0.0)
+  if mask is not None:
+    b = jnp.where(mask > 0, b, -jnp.inf)
+  return jax.lax.top_k(b, k)[1]

@@ -10,6 +10,7 @@ import pytest
 from configs import compact_memory as config_lib
 from experiments import compact_memory
 from lib import continual
+from lib import train as train_lib
 from lib.core import errors
 from tests import helpers
 from tests.helpers import run_binary
@@ -54,11 +55,9 @@ def test_smoke_results_and_figures(smoke):
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
   with open(os.path.join(workdir, "results.json")) as f:
     assert json.load(f)["digits"]["compact"]["m5"]["mean"] > 0
-  # One metrics row per run (2 seeds x (4 methods x 2 sizes) + 2 batch).
-  rows = [
-    json.loads(line)
-    for line in open(os.path.join(workdir, "digits", "metrics.jsonl"))
-  ]
+  # One metrics row per run (2 seeds x (4 methods x 2 sizes) + 2 batch), in
+  # the sequential and the batch sweep's folders.
+  rows = train_lib.read_jsonl(os.path.join(workdir, "digits"))
   assert {row["run"].split("/", 1)[1] for row in rows if "run" in row} >= {
     "compact/m5/seed1",
     "batch/seed0",
