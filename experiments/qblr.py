@@ -34,7 +34,6 @@ from lib.core import stats as stats_lib
 from lib.core.errors import ConfigError
 from lib.core.errors import check
 from lib.optim import qblr
-from lib.train.sweep import eval_table
 
 MLE_METHODS = ("ecme", "qng", "gd", "adam")
 VI_METHODS = ("qng", "blr_gauss", "bbvi")
@@ -152,10 +151,10 @@ def student_t_mle(config, workdir, sweep) -> dict:
     with sweep.run(f"mle/{method}"):
       result = _train_mle(method, c, x, xi0, l_star, workdir)
     names, state = result.settings.names, jax.device_get(result.state)
-    steps, gap = eval_table(result.rows, ("gap",), [f"mle/{n}" for n in names])
+    steps, gap = result.logged("gap")
     for r, k in enumerate(n.replace("/", "_") for n in names):  # qng_beta0.3
       runs[k] = jax.tree.map(lambda a, r=r: a[r], state)
-      curves[k] = (steps, gap["gap"][:, r])
+      curves[k] = (steps, gap[:, r])
       diverged[k] = bool(result.diverged_at[r] >= 0)
   if any(diverged.values()):
     logging.warning("MLE runs diverged (non-finite l): %s", diverged)
@@ -343,9 +342,11 @@ def logistic_vi(config, workdir, sweep) -> dict:
     out[name] = _summarise(name, c, result, grid)
     if out[name]["selected"] is not None:
       prefix = f"{name}/{out[name]['selected']}/"
-      runs = [f"vi/{n}" for n in result.settings.names if n.startswith(prefix)]
-      steps, table = eval_table(result.rows, ("elbo_ema",), runs)
-      curves[name] = (steps, table["elbo_ema"])
+      cols = [
+        r for r, n in enumerate(result.settings.names) if n.startswith(prefix)
+      ]
+      steps, table = result.logged("elbo_ema")
+      curves[name] = (steps, table[:, cols])
   out.update(_paired(out, c))
   if train_lib.is_main_process():
     _vi_figure(os.path.join(workdir, "vi_elbo.png"), curves, out)
