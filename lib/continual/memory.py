@@ -75,6 +75,12 @@ def _check_clamp(clamp: str) -> None:
 # split deadlocks when the loop already holds every pool thread.
 _inv = jax.custom_batching.sequential_vmap(jnp.linalg.inv)
 _solve = jax.custom_batching.sequential_vmap(jnp.linalg.solve)
+# The same for the fixed-point diagnostics, evaluated vmapped over a sweep's
+# members (the batched eigh / SVD kernels hung the compact-memory smoke test).
+_eigh = jax.custom_batching.sequential_vmap(lambda a: jnp.linalg.eigh(a))
+_spectral_norm = jax.custom_batching.sequential_vmap(
+  lambda a: jnp.linalg.norm(a, ord=2)
+)
 
 
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
@@ -240,7 +246,7 @@ def fixed_point_gap(scatter, cols, noise) -> FixedPointGap:
     noise: sigma^2.
   """
   d = scatter.shape[0]
-  lam, vecs = jnp.linalg.eigh(scatter)
+  lam, vecs = _eigh(scatter)
   lam, vecs = lam[::-1], vecs[:, ::-1]  # descending
   k = jnp.minimum(jnp.sum(jnp.any(cols != 0, axis=1)), d)
   top = (jnp.arange(d) < k).astype(scatter.dtype)
@@ -249,11 +255,11 @@ def fixed_point_gap(scatter, cols, noise) -> FixedPointGap:
   ww = cols.T @ cols
   # span(W): the top-K eigenvectors of W W^T; sin of the largest principal
   # angle = ||(I - U_K U_K^T) Q_W||_2 (accurate for small angles).
-  _, q = jnp.linalg.eigh(ww)
+  _, q = _eigh(ww)
   q = q[:, ::-1] * top
   u_k = vecs * top
   resid = q - u_k @ (u_k.T @ q)
-  sin_max = jnp.linalg.norm(resid, ord=2)
+  sin_max = _spectral_norm(resid)
   return FixedPointGap(
     max_angle=jnp.arcsin(jnp.minimum(sin_max, 1.0)),
     scale=jnp.trace(ww) / jnp.sum(gain),
