@@ -127,6 +127,46 @@ inline ffi::Error check_nvfp4_gemm(Dims ad, Dims asd, Dims agd, Dims bd,
   return check_out_type("quartet_nvfp4_gemm", out_type);
 }
 
+// The same check on the bound operands, as both handlers (CPU, CUDA) call it.
+template <typename U8Buffer, typename F32Buffer, typename Out>
+ffi::Error check_nvfp4_gemm(const U8Buffer& a_codes, const U8Buffer& a_scale,
+                            const F32Buffer& a_global, const U8Buffer& b_codes,
+                            const U8Buffer& b_scale, const F32Buffer& b_global,
+                            const Out& y, Nvfp4Gemm* g) {
+  return check_nvfp4_gemm(a_codes.dimensions(), a_scale.dimensions(),
+                          a_global.dimensions(), b_codes.dimensions(),
+                          b_scale.dimensions(), b_global.dimensions(),
+                          y->dimensions(), y->element_type(), g);
+}
+
+// Checks quartet_mxfp4_quantize's operands: x [.., K] (K % 32 == 0) in
+// float32 or bfloat16, a known method, 32 signs and one seed.
+template <typename X, typename Signs, typename Seed>
+ffi::Error check_quantize(const X& x, const Signs& signs, const Seed& seed,
+                          int32_t method) {
+  namespace mx = quartet_mxfp4;
+  const auto xd = x.dimensions();
+  if (xd.size() < 1 || xd[xd.size() - 1] % mx::kGroup != 0) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: last axis must be a multiple of 32, got " +
+        dims_str(xd));
+  }
+  if (method < mx::kQuest || method > mx::kAbsmaxSr) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: method must be 0 (quest), 1 (absmax RTN) or "
+        "2 (absmax SR), got " + std::to_string(method));
+  }
+  if (signs.element_count() != mx::kGroup || seed.element_count() != 1) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: signs must have 32 entries and seed 1");
+  }
+  if (x.element_type() != ffi::F32 && x.element_type() != ffi::BF16) {
+    return ffi::Error::InvalidArgument(
+        "quartet_mxfp4_quantize: x must be float32 or bfloat16");
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace quartet_ffi
 
 #endif  // QUARTET_MXFP4_FFI_FFI_SHAPES_H_

@@ -146,12 +146,10 @@ ffi::Error Nvfp4GemmImpl(ffi::Buffer<ffi::U8> a_codes,
                          ffi::Buffer<ffi::F32> b_global,
                          ffi::Result<ffi::AnyBuffer> y) {
   quartet_ffi::Nvfp4Gemm g;
-  const auto out_type = y->element_type();
   ffi::Error bad = quartet_ffi::check_nvfp4_gemm(
-      a_codes.dimensions(), a_scale.dimensions(), a_global.dimensions(),
-      b_codes.dimensions(), b_scale.dimensions(), b_global.dimensions(),
-      y->dimensions(), out_type, &g);
+      a_codes, a_scale, a_global, b_codes, b_scale, b_global, y, &g);
   if (bad.failure()) return bad;
+  const auto out_type = y->element_type();
   const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
   const int64_t sa = g.scale_a, sb = g.scale_b;
   std::vector<float> a(static_cast<size_t>(m * k)), b(
@@ -200,26 +198,9 @@ ffi::Error QuantizeImpl(ffi::AnyBuffer x, ffi::Buffer<ffi::F32> signs,
                         ffi::ResultBuffer<ffi::U8> scale,
                         ffi::ResultBuffer<ffi::PRED> mask, int32_t method,
                         bool rotate, int64_t period) {
-  const auto xd = x.dimensions();
-  if (xd.size() < 1 || xd[xd.size() - 1] % mx::kGroup != 0) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_quantize: last axis must be a multiple of 32, got " +
-        dims_str(xd));
-  }
-  if (method < mx::kQuest || method > mx::kAbsmaxSr) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_quantize: method must be 0 (quest), 1 (absmax RTN) or "
-        "2 (absmax SR), got " + std::to_string(method));
-  }
-  if (signs.element_count() != mx::kGroup || seed.element_count() != 1) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_quantize: signs must have 32 entries and seed 1");
-  }
+  ffi::Error bad = quartet_ffi::check_quantize(x, signs, seed, method);
+  if (bad.failure()) return bad;
   const auto dtype = x.element_type();
-  if (dtype != ffi::F32 && dtype != ffi::BF16) {
-    return ffi::Error::InvalidArgument(
-        "quartet_mxfp4_quantize: x must be float32 or bfloat16");
-  }
   const int64_t total = static_cast<int64_t>(x.element_count());
   if (period <= 0) period = total;
   const int64_t groups = total / mx::kGroup;
