@@ -132,7 +132,7 @@ template <typename U8Buffer, typename F32Buffer, typename Out>
 ffi::Error check_nvfp4_gemm(const U8Buffer& a_codes, const U8Buffer& a_scale,
                             const F32Buffer& a_global, const U8Buffer& b_codes,
                             const U8Buffer& b_scale, const F32Buffer& b_global,
-                            const Out& y, Nvfp4Gemm* g) {
+                            Out& y, Nvfp4Gemm* g) {
   return check_nvfp4_gemm(a_codes.dimensions(), a_scale.dimensions(),
                           a_global.dimensions(), b_codes.dimensions(),
                           b_scale.dimensions(), b_global.dimensions(),
