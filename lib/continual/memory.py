@@ -34,6 +34,7 @@ import numpy as np
 
 from lib.continual.kprior import Memory
 from lib.core import errors
+from lib.core import linalg
 
 # How beta is kept off zero: "probs" (Split-CIFAR script: p in [eps, 1 - eps]
 # for data and memory) or "memory" (four-moons notebook: beta(u) >= eps for
@@ -69,30 +70,16 @@ def _check_clamp(clamp: str) -> None:
   )
 
 
-# Under vmap (a sweep of learners) one LAPACK call per matrix, in a loop:
-# jaxlib's batched CPU solvers split a large batch over XLA's intra-op
-# threads, and inside a while loop (the EM inside a training scan) that
-# split deadlocks when the loop already holds every pool thread.
-_inv = jax.custom_batching.sequential_vmap(jnp.linalg.inv)
-_solve = jax.custom_batching.sequential_vmap(jnp.linalg.solve)
-# The same for the fixed-point diagnostics, evaluated vmapped over a sweep's
-# members (the batched eigh / SVD kernels hung the compact-memory smoke test).
-_eigh = jax.custom_batching.sequential_vmap(lambda a: jnp.linalg.eigh(a))
-_spectral_norm = jax.custom_batching.sequential_vmap(
-  lambda a: jnp.linalg.norm(a, ord=2)
-)
-
-
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
   """One EM step of the code's PPCA on columns: w [d, K], x [d, N] -> [d, K]."""
   k = w.shape[1]
   eye = jnp.eye(k, dtype=w.dtype)
   s = w.T @ w / noise + eye
-  s_inv = _inv(s)
+  s_inv = linalg.inv(s)
   m = (s_inv @ w.T) @ x / noise  # [K, N] posterior means
   b = s_inv + m @ m.T + jitter * eye
   # (X M^T) B^-1, as a solve: B is symmetric.
-  return _solve(b, (x @ m.T).T).T
+  return linalg.solve(b, (x @ m.T).T).T
 
 
 def observed_rows(
@@ -246,7 +233,7 @@ def fixed_point_gap(scatter, cols, noise) -> FixedPointGap:
     noise: sigma^2.
   """
   d = scatter.shape[0]
-  lam, vecs = _eigh(scatter)
+  lam, vecs = linalg.eigh(scatter)
   lam, vecs = lam[::-1], vecs[:, ::-1]  # descending
   k = jnp.minimum(jnp.sum(jnp.any(cols != 0, axis=1)), d)
   top = (jnp.arange(d) < k).astype(scatter.dtype)
@@ -255,11 +242,11 @@ def fixed_point_gap(scatter, cols, noise) -> FixedPointGap:
   ww = cols.T @ cols
   # span(W): the top-K eigenvectors of W W^T; sin of the largest principal
   # angle = ||(I - U_K U_K^T) Q_W||_2 (accurate for small angles).
-  _, q = _eigh(ww)
+  _, q = linalg.eigh(ww)
   q = q[:, ::-1] * top
   u_k = vecs * top
   resid = q - u_k @ (u_k.T @ q)
-  sin_max = _spectral_norm(resid)
+  sin_max = linalg.spectral_norm(resid)
   return FixedPointGap(
     max_angle=jnp.arcsin(jnp.minimum(sin_max, 1.0)),
     scale=jnp.trace(ww) / jnp.sum(gain),
