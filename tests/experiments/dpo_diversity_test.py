@@ -4,6 +4,8 @@ oracles: tests/lib/alignment/scaling_test.py)."""
 import json
 import os
 
+import jax
+import numpy as np
 import pytest
 
 from configs import dpo_diversity as config_lib
@@ -39,6 +41,22 @@ def test_smoke_results_figures_and_claim_keys(flags, tmp_path, fast_compile):
       node = node[part]
   if flags == "quick,smoke":  # the run the reproduce report reads
     helpers.check_claim_keys("dpo_diversity", tmp_path)
+
+
+@pytest.mark.parametrize("flags", ["quick,smoke", "quick,shared,smoke"])
+def test_data_draw_compiled_at_draw_level_matches_the_default(
+  flags, monkeypatch
+):
+  # The draw compiles at DRAW_COMPILE for speed; the oracle is the same draw
+  # compiled at XLA's default options: every array bitwise equal.
+  config = config_lib.get_config(flags)
+  k = max(config.num_clusters)
+  fast = ex.make_data(config, k)
+  monkeypatch.setattr(ex, "DRAW_COMPILE", {})
+  default = ex.make_data(config, k)
+  assert jax.tree.structure(fast) == jax.tree.structure(default)
+  for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(default)):
+    np.testing.assert_array_equal(a, b)
 
 
 def test_paper_model_is_the_default_and_time_grows_with_k():
