@@ -152,8 +152,9 @@ def _statistic(counts, args) -> dict:
     for v, pv in args["p_a"].items():
       pv = pv[rows]
       for g in GROUPS:
+        pg = pv if g == 1 else 1 - pv
         t = ev.t_statistic(
-          ss, y, a, g, pv if g == 1 else 1 - pv, thr, True, ties, counts=c
+          ss, y, a, g, pg, thr, True, ties, counts=c, own=by_group[g]
         )
         for k in ev.METRICS:
           out[f"{m}/T{g}({v})/{k}"] = t[k]
