@@ -79,8 +79,19 @@ def _xa_features(x, a, degree):
   return jnp.concatenate([f, f * a[:, None].astype(f.dtype)], axis=-1)
 
 
-# One program per setting and size (not one per eager op).
-_simulate = jax.jit(ev.simulate, static_argnums=(1, 2))
+# The DGP's numbers are traced: one program per family, selection and size
+# (10 on quick, not one per setting and size: 22).
+_NUMBERS = ("beta_a", "mu_x", "coef", "bias", "p_y", "m")
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _simulate_numbers(key, numbers, family, selection, n):
+  return ev.simulate(key, ev.Setting(family, selection=selection, **numbers), n)
+
+
+def _simulate(key, st, n):
+  numbers = {f: getattr(st, f) for f in _NUMBERS}
+  return _simulate_numbers(key, numbers, st.family, st.selection, n)
 
 
 def draw(config, name, key):
