@@ -79,8 +79,19 @@ def _xa_features(x, a, degree):
   return jnp.concatenate([f, f * a[:, None].astype(f.dtype)], axis=-1)
 
 
-# One program per setting and size (not one per eager op).
-_simulate = jax.jit(ev.simulate, static_argnums=(1, 2))
+# The DGP's numbers are traced: one program per family, selection and size
+# (10 on quick, not one per setting and size: 22).
+_NUMBERS = ("beta_a", "mu_x", "coef", "bias", "p_y", "m")
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _simulate_numbers(key, numbers, family, selection, n):
+  return ev.simulate(key, ev.Setting(family, selection=selection, **numbers), n)
+
+
+def _simulate(key, st, n):
+  numbers = {f: getattr(st, f) for f in _NUMBERS}
+  return _simulate_numbers(key, numbers, st.family, st.selection, n)
 
 
 def draw(config, name, key):
@@ -152,8 +163,9 @@ def _statistic(counts, args) -> dict:
     for v, pv in args["p_a"].items():
       pv = pv[rows]
       for g in GROUPS:
+        pg = pv if g == 1 else 1 - pv
         t = ev.t_statistic(
-          ss, y, a, g, pv if g == 1 else 1 - pv, thr, True, ties, counts=c
+          ss, y, a, g, pg, thr, True, ties, counts=c, own=by_group[g]
         )
         for k in ev.METRICS:
           out[f"{m}/T{g}({v})/{k}"] = t[k]

@@ -175,6 +175,7 @@ def t_statistic(
   presorted=False,
   ties=None,
   counts=None,
+  own=None,
 ) -> dict:
   """T_a(V) for every metric: group a (unweighted) - population weighted.
 
@@ -183,12 +184,18 @@ def t_statistic(
   from the population is explained by the shift in V. `counts` [n] (default
   ones) multiplies both weightings: a bootstrap resample's row multiplicity.
   `presorted` and `ties` as for `group_metrics` (scores sorted once).
+  `own`: group a's metrics when the caller has them already (a bootstrap
+  resample reports them as the group's own numbers and takes T_a(V) for
+  three V): `group_metrics` with weights counts * [a == group]; skips the
+  second evaluation of the group's term.
   """
-  in_a = (a == group).astype(p.dtype)
+  if own is None:
+    in_a = (a == group).astype(p.dtype)
+    if counts is not None:
+      in_a = counts * in_a
+    own = group_metrics(p, y, in_a, threshold, presorted, ties)
   if counts is not None:
-    in_a = counts * in_a
     p_group_given_v = counts * p_group_given_v
-  own = group_metrics(p, y, in_a, threshold, presorted, ties)
   pop = group_metrics(p, y, p_group_given_v, threshold, presorted, ties)
   return {k: own[k] - pop[k] for k in own}
 

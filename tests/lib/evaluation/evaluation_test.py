@@ -244,3 +244,16 @@ def test_t_statistic_oracles():
   ref = ev.t_statistic(rep(p), rep(y), rep(a), 1, rep(pv))
   for k in ev.METRICS:
     np.testing.assert_allclose(float(t[k]), float(ref[k]), atol=1e-6)
+  # `own` given: group a's metrics on its rows alone (unweighted subset,
+  # equal to the indicator weighting), and T_a moves one for one with it.
+  g1 = a == 1
+  own = ev.group_metrics(jnp.asarray(p[g1]), jnp.asarray(y[g1]))
+  pv = jnp.asarray(pv)
+  ref = ev.t_statistic(pj, yj, aj, 1, pv)
+  t = ev.t_statistic(pj, yj, aj, 1, pv, own=own)
+  shifted = ev.t_statistic(
+    pj, yj, aj, 1, pv, own={k: v + 1.0 for k, v in own.items()}
+  )
+  for k in ev.METRICS:
+    np.testing.assert_allclose(float(t[k]), float(ref[k]), atol=1e-6)
+    np.testing.assert_allclose(float(shifted[k]), float(t[k]) + 1, atol=1e-6)
