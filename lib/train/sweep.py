@@ -320,11 +320,8 @@ def run_sweep(
     finite_keys=(),  # Divergence is recorded per member, not raised.
     allow_config_change=allow_config_change,
   )
-  keys = ()
-  if eval_fn is not None:
-    keys = tuple(jax.eval_shape(eval_fn, state, data))
   runs = [f"{name}/{n}" if name else n for n in settings.names]
-  steps, evals = metrics.eval_table(rows, keys, runs)
+  steps, evals = metrics.eval_table(rows, rows.eval_keys, runs)
   return SweepResult(
     settings=settings,
     steps=steps,
