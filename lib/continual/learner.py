@@ -3,8 +3,10 @@
 Tasks t = 1..T arrive in turn. Each sequential method trains theta on task t
 by minimising its `objective` (the official scripts: full-batch Adam, a fresh
 Adam per task); at the end of the task `task_boundary` stores what the method
-keeps of it, and theta_old <- theta. The methods (ids are what a vmapped sweep
-passes as a traced per-member setting):
+keeps of it, and theta_old <- theta. The methods (an id may be a traced
+per-member setting of a vmapped sweep, every method's loss then computed and
+selected; a Python int computes only its own method's, and at a task boundary
+only the compact memory runs the PPCA-EM):
 
 - replay: CE on the new task + CE of the stored raw points with their hard
   labels, (delta/2)||theta||^2 on the first task only (`replay_loss`);
@@ -53,25 +55,37 @@ def objective(
 
   Replay: `replay_loss` with the L2 term on the first task only. The K-prior
   methods: `task_loss`, CE / N + K_t(theta) / N with K_t's L2 term towards 0
-  (random_kprior) or theta_old (the others). `method` may be traced.
+  (random_kprior) or theta_old (the others). `method` may be traced (every
+  loss computed, one selected) or a Python int (only its loss computed).
   """
+  static = _static(method)
   n = jnp.sum(mask)
-  replay = replay_loss(
-    theta,
-    x,
-    y,
-    memory.u,
-    mem_y,
-    memory.w,
-    jnp.where(first, delta, 0.0),
-    n,
-    mask=mask,
-  )
+  if static in (None, REPLAY):
+    replay = replay_loss(
+      theta,
+      x,
+      y,
+      memory.u,
+      mem_y,
+      memory.w,
+      jnp.where(first, delta, 0.0),
+      n,
+      mask=mask,
+    )
+    if static == REPLAY:
+      return replay
   center = jnp.where(method == RANDOM_KPRIOR, 0.0, theta_old)
   kp = task_loss(
     theta, x, y, theta_old, memory, delta, n, mask=mask, center=center
   )
-  return jnp.where(method == REPLAY, replay, kp)
+  return kp if static is not None else jnp.where(method == REPLAY, replay, kp)
+
+
+def _static(method) -> int | None:
+  """A method id given as a Python (or numpy) int, or None if it is traced."""
+  if isinstance(method, (int, np.integer)):
+    return int(method)
+  return None
 
 
 def batch_loss(theta, x, y, mask, *, delta):
@@ -117,17 +131,27 @@ def task_boundary(
   K-priors keep them as they are (unit weights, their labels in mem_y); the
   compact memory refines old + new vectors by PPCA-EM, starting from the
   picks or (`top_beta`, the four-moons notebook) the K points of largest
-  beta. Padding rows of x (mask 0) observe nothing.
+  beta. Padding rows of x (mask 0) observe nothing. A traced `method` runs
+  the EM whatever it is and selects; a Python int runs it for compact only.
 
   Returns:
-    (memory, mem_y, trace): the `Trace` of the compact memory's EM.
+    (memory, mem_y, trace): the `Trace` of the compact memory's EM (zeros
+    for a Python-int method other than compact, which runs no EM).
   """
-  if top_beta:
+  static = _static(method)
+  if top_beta and static in (None, COMPACT):
     top = select_top_beta(theta, x, picks.shape[0], mask)
-    picks = jnp.where(method == COMPACT, top, picks)
+    picks = (
+      top if static == COMPACT else jnp.where(method == COMPACT, top, picks)
+    )
   init_u = x[picks]
   raw = add_vectors(memory, init_u, pick_w, slot)
   mem_y = jax.lax.dynamic_update_slice_in_dim(mem_y, y[picks], slot, 0)
+  if static is not None and static != COMPACT:
+    d, dtype = x.shape[1], memory.u.dtype
+    m = memory.u.shape[0]
+    trace = Trace(jnp.zeros((d, d), dtype), jnp.zeros((2, m, d), dtype))
+    return raw, mem_y, trace
   x_obs = x * mask[:, None]
   em = dict(noise=noise, eps=eps, jitter=jitter, clamp=clamp)
   fitted = update_memory(
@@ -136,6 +160,8 @@ def task_boundary(
   obs = observed_rows(theta, x_obs, memory, eps, clamp)
   rows = jnp.stack([tilde_rows(theta, m, eps, clamp) for m in (raw, fitted)])
   trace = Trace(obs.T @ obs, rows)
+  if static == COMPACT:
+    return fitted, mem_y, trace
   keep = jax.tree.map(
     lambda a, b: jnp.where(method == COMPACT, a, b), fitted, raw
   )

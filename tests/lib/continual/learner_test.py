@@ -4,6 +4,8 @@ Jung et al., "How to Train Your Compact Memory", NeurIPS 2025: replay, the
 random-points K-priors and the compact memory's objective and task boundary.
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,21 +61,26 @@ def test_objective_of_each_method_matches_dense(first):
     "random_kprior_anchored": ce + (l2(old) + np.sum(w * soft)) / n,
     "compact": ce + (l2(old) + np.sum(w * soft)) / n,
   }
-  f = jax.jit(continual.objective, static_argnames=("delta",))
+  traced = jax.jit(continual.objective, static_argnames=("delta",))
+  # A Python-int method computes only its own loss.
+  static = jax.jit(
+    continual.objective, static_argnums=1, static_argnames="delta"
+  )
   for i, method in enumerate(continual.METHODS):
-    got = f(
-      theta,
-      i,
-      old,
-      continual.Memory(u, w),
-      mem_y,
-      x,
-      y,
-      mask,
-      delta=delta,
-      first=first,
-    )
-    np.testing.assert_allclose(got, expected[method], rtol=1e-12)
+    for f in (traced, static):
+      got = f(
+        theta,
+        i,
+        old,
+        continual.Memory(u, w),
+        mem_y,
+        x,
+        y,
+        mask,
+        delta=delta,
+        first=first,
+      )
+      np.testing.assert_allclose(got, expected[method], rtol=1e-12)
 
 
 def test_batch_loss_and_masked_cross_entropy_match_dense():
@@ -164,8 +171,9 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
   mem = continual.Memory(np.zeros((slots, 4)), np.zeros(slots))
   picks, pick_w = np.array([3, 7, 0]), np.array([1.0, 1.0, 0.0])
   kw = dict(iters=3, noise=1e-3, eps=1e-4, jitter=1e-6, clamp="memory")
-  boundary = jax.jit(
-    lambda method: continual.task_boundary(
+
+  def fit(method):
+    return continual.task_boundary(
       theta,
       method,
       mem,
@@ -179,9 +187,13 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
       top_beta=False,
       **kw,
     )
-  )
-  for i, method in enumerate(continual.METHODS):
-    new, mem_y, trace = boundary(i)
+
+  boundary = jax.jit(fit)
+  static = jax.jit(fit, static_argnums=0)  # a Python int: EM for compact only
+  for (i, method), f in itertools.product(
+    enumerate(continual.METHODS), (boundary, static)
+  ):
+    new, mem_y, trace = f(i)
     np.testing.assert_array_equal(mem_y[3:5], y[picks[:2]])
     if method == "compact":
       fitted = continual.update_memory(
@@ -197,6 +209,8 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
     else:  # the raw points with unit weights, in slots 3..5
       np.testing.assert_array_equal(new.u[3:6], x[picks])
       np.testing.assert_array_equal(new.w, [0, 0, 0, 1, 1, 0])
+      if f is static:  # no EM: a zero trace
+        assert not np.any(trace.scatter) and not np.any(trace.rows)
 
 
 def test_end_task_and_step_follow_the_protocol():
