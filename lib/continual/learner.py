@@ -3,10 +3,9 @@
 Tasks t = 1..T arrive in turn. Each sequential method trains theta on task t
 by minimising its `objective` (the official scripts: full-batch Adam, a fresh
 Adam per task); at the end of the task `task_boundary` stores what the method
-keeps of it, and theta_old <- theta. The methods (an id may be a traced
-per-member setting of a vmapped sweep, every method's loss then computed and
-selected; a Python int computes only its own method's, and at a task boundary
-only the compact memory runs the PPCA-EM):
+keeps of it, and theta_old <- theta. The methods (ids are what a vmapped sweep
+passes as a traced per-member setting; `task_boundary` also takes a Python
+int, and then runs the PPCA-EM for compact only):
 
 - replay: CE on the new task + CE of the stored raw points with their hard
   labels, (delta/2)||theta||^2 on the first task only (`replay_loss`);
@@ -55,30 +54,25 @@ def objective(
 
   Replay: `replay_loss` with the L2 term on the first task only. The K-prior
   methods: `task_loss`, CE / N + K_t(theta) / N with K_t's L2 term towards 0
-  (random_kprior) or theta_old (the others). `method` may be traced (every
-  loss computed, one selected) or a Python int (only its loss computed).
+  (random_kprior) or theta_old (the others). `method` may be traced.
   """
-  static = _static(method)
   n = jnp.sum(mask)
-  if static in (None, REPLAY):
-    replay = replay_loss(
-      theta,
-      x,
-      y,
-      memory.u,
-      mem_y,
-      memory.w,
-      jnp.where(first, delta, 0.0),
-      n,
-      mask=mask,
-    )
-    if static == REPLAY:
-      return replay
+  replay = replay_loss(
+    theta,
+    x,
+    y,
+    memory.u,
+    mem_y,
+    memory.w,
+    jnp.where(first, delta, 0.0),
+    n,
+    mask=mask,
+  )
   center = jnp.where(method == RANDOM_KPRIOR, 0.0, theta_old)
   kp = task_loss(
     theta, x, y, theta_old, memory, delta, n, mask=mask, center=center
   )
-  return kp if static is not None else jnp.where(method == REPLAY, replay, kp)
+  return jnp.where(method == REPLAY, replay, kp)
 
 
 def _static(method) -> int | None:
@@ -256,3 +250,25 @@ def batch_step(learner: Learner, tx, x, y, mask, delta):
   updates, opt_state = tx.update(grad, learner.opt_state, learner.theta)
   theta = optax.apply_updates(learner.theta, updates)
   return learner._replace(theta=theta, opt_state=opt_state), loss, grad
+
+
+def sweep_members(methods, sizes, seeds, minimum: int = 16):
+  """(names, columns) of a sweep of the learners: methods x sizes x seeds.
+
+  Members are named "<method>/m<size>/seed<seed>"; columns hold the method
+  ids (`METHODS` order), memory sizes `m` and `seed` (for
+  `lib.train.sweep_stack`). Fewer than `minimum` members are padded with
+  copies of the first ones ("pad<i>"; the caller drops the trailing pads):
+  XLA:CPU emits a vmapped reduction (e.g. the loss's sum over a task's rows)
+  in another order for a small batch; padded to 16, the compact-memory
+  sweeps (Jung et al., NeurIPS 2025) of 12 members keep the four-moons bits
+  of the one sweep of all 48 members they replace (Split-digits' EM still
+  moves in the last ~6 digits).
+  """
+  ids = [METHODS.index(m) for m in methods]
+  runs = [(i, k, s) for i in ids for k in sizes for s in seeds]
+  names = [f"{METHODS[i]}/m{k}/seed{s}" for i, k, s in runs]
+  names += [f"pad{p}" for p in range(minimum - len(runs))]
+  rows = [runs[r % len(runs)] for r in range(len(names))]
+  columns = dict(zip(("method", "m", "seed"), map(list, zip(*rows))))
+  return names, columns

@@ -61,26 +61,21 @@ def test_objective_of_each_method_matches_dense(first):
     "random_kprior_anchored": ce + (l2(old) + np.sum(w * soft)) / n,
     "compact": ce + (l2(old) + np.sum(w * soft)) / n,
   }
-  traced = jax.jit(continual.objective, static_argnames=("delta",))
-  # A Python-int method computes only its own loss.
-  static = jax.jit(
-    continual.objective, static_argnums=1, static_argnames="delta"
-  )
+  f = jax.jit(continual.objective, static_argnames=("delta",))
   for i, method in enumerate(continual.METHODS):
-    for f in (traced, static):
-      got = f(
-        theta,
-        i,
-        old,
-        continual.Memory(u, w),
-        mem_y,
-        x,
-        y,
-        mask,
-        delta=delta,
-        first=first,
-      )
-      np.testing.assert_allclose(got, expected[method], rtol=1e-12)
+    got = f(
+      theta,
+      i,
+      old,
+      continual.Memory(u, w),
+      mem_y,
+      x,
+      y,
+      mask,
+      delta=delta,
+      first=first,
+    )
+    np.testing.assert_allclose(got, expected[method], rtol=1e-12)
 
 
 def test_batch_loss_and_masked_cross_entropy_match_dense():
@@ -241,3 +236,24 @@ def test_end_task_and_step_follow_the_protocol():
   ended = end(stepped)
   np.testing.assert_array_equal(ended.theta_old, stepped.theta)
   np.testing.assert_array_equal(ended.memory.w, [1.0, 1.0, 0.0, 0.0])
+
+
+def test_sweep_members_pad_with_copies():
+  names, cols = continual.sweep_members(["compact"], (2, 5), range(3))
+  # 1 x 2 x 3 = 6 members, method-major, then 10 copies of them.
+  assert len(names) == 16 and names[:2] == [
+    "compact/m2/seed0",
+    "compact/m2/seed1",
+  ]
+  assert names[5] == "compact/m5/seed2" and names[6:] == [
+    f"pad{i}" for i in range(10)
+  ]
+  assert cols["method"] == [3] * 16
+  assert cols["m"][:6] == [2, 2, 2, 5, 5, 5] and cols["seed"][:3] == [0, 1, 2]
+  for c in cols.values():
+    assert c[6:] == (c[:6] * 3)[:10]
+  names, cols = continual.sweep_members(
+    ["replay", "random_kprior"], (1, 2, 3), range(3)
+  )
+  assert len(names) == 18 and "pad0" not in names
+  assert cols["method"] == [0] * 9 + [1] * 9
