@@ -6,9 +6,10 @@ at small memory (Split-ImageNet: 60 % vs 30 % at 0.3 % memory; batch 77.6 %).
 CPU reproduction (spec section 2): four moons (the official notebook) and
 class-incremental Split-digits (the Split-CIFAR script), memory per task
 swept; accuracy over all classes after the last task. The methods are
-`lib.continual.learner`. Per dataset two `lib.train.run_sweep`s of full-batch
-Adam, each ONE vmapped program: the sequential methods (method x memory x
-seed; memories padded with weight-0 slots) and batch training (seeds). Task
+`lib.continual.learner`. Per dataset three `lib.train.run_sweep`s of
+full-batch Adam, each ONE vmapped program: replay and the random K-priors
+(method x memory x seed; memories padded with weight-0 slots), the compact
+memory (memory x seed; alone in running the PPCA-EM), batch (seeds). Task
 boundaries happen inside the jitted step (`lax.cond`); checkpoints fall on
 them. The compact memory's distance from the PPCA-EM fixed point at the last
 boundary, before and after the EM, is measured in the evaluation.
@@ -17,7 +18,7 @@ Run: python -m experiments.compact_memory --config configs/compact_memory.py:qui
   --workdir runs/compact_memory
 """
 
-import dataclasses
+import functools
 import os
 
 import jax
@@ -34,7 +35,8 @@ from lib.core import errors
 from lib.core import rng as rng_lib
 from lib.core import stats
 
-SEQUENTIAL = continual.METHODS  # the order of the sequential sweep
+SEQUENTIAL = continual.METHODS  # the order of the sequential sweeps
+COMPACT = SEQUENTIAL.index("compact")  # the last
 METHODS = ("batch", *SEQUENTIAL)
 DATASETS = ("moons", "digits", "file")
 INITS = ("random", "top_beta")
@@ -127,7 +129,8 @@ def load_dataset(config, name: str):
 
 
 def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
-  """(sequential sweep, batch sweep or None, sequential method names).
+  """((state, {eval: final}, diverged), batch sweep or None); the members
+  [R] in the order method (as `SEQUENTIAL`) x memory x seed; any diverged.
 
   Step `step` trains task t = step // steps_per_task; at a task boundary each
   member ends the task (`continual.end_task`), its memory from the same
@@ -160,33 +163,24 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
       hist = jax.tree.map(lambda a: jnp.zeros((n_tasks, *a.shape)), hist)
     return {"learner": learner, "hist": hist}
 
-  def end_task(member, data, t, setting):
-    size, hist = setting["memory"], member["hist"]
+  def end_task(member, data, t, setting, method):
+    size, hist = setting["m"], member["hist"]
     picks = data["picks"][t, jnp.argmax(data["sizes"] == size), setting["seed"]]
     pick_w = (jnp.arange(kmax) < size).astype(jnp.float64)
-    args = (*task(data, t), picks, pick_w, setting["method"], t * kmax)
+    args = (*task(data, t), picks, pick_w, method, t * kmax)
     learner = continual.end_task(member["learner"], tx, *args, **em)
     if keep_history:
       now = dict(theta=learner.theta, memory=learner.memory)
       hist = jax.tree.map(lambda h, v: h.at[t].set(v), hist, now)
     return {"learner": learner, "hist": hist}
 
-  def step_one(member, data, key, step, setting):
+  def step_one(member, data, key, step, setting, ends):  # ends: see sweep
     t = step // steps
-    member = jax.lax.cond(
-      (step > 0) & (step % steps == 0),
-      lambda mb: end_task(mb, data, t - 1, setting),
-      lambda mb: mb,
-      member,
-    )
-    learner, loss, grad = continual.learner_step(
-      member["learner"],
-      tx,
-      *task(data, t),
-      setting["method"],
-      config.delta,
-      t == 0,
-    )
+    end = lambda mb: end_task(mb, data, t - 1, setting, ends)
+    new_task = (step > 0) & (step % steps == 0)
+    member = jax.lax.cond(new_task, end, lambda mb: mb, member)
+    args = (*task(data, t), setting["method"], config.delta, t == 0)
+    learner, loss, grad = continual.learner_step(member["learner"], tx, *args)
     metrics = dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
     return {**member, "learner": learner}, {**metrics, "task": t.astype(float)}
 
@@ -195,12 +189,11 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     learner, loss, grad = continual.batch_step(learner, tx, *args)
     return learner, dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
 
-  def eval_one(member, data, setting):
-    """Test accuracy; for a sequential member also the fixed-point gap of
-    its memory at the last task boundary (meaningful for compact only)."""
+  def eval_one(member, data, setting, ends=None):
+    """Test accuracy; a compact member's also its EM's fixed-point gap."""
     learner = member["learner"] if isinstance(member, dict) else member
     out = {"test_acc": continual.accuracy(learner.theta, *data["test"])}
-    if learner is member:  # batch
+    if ends != COMPACT:  # batch, or no EM
       return out
     scatter, rows = learner.trace
     gap = jax.vmap(continual.fixed_point_gap, (None, 0, None))
@@ -214,22 +207,33 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     config.train, n_tasks * steps, checkpoint_every=steps
   )
   common = dict(config=train_config, data=data, eval_one=eval_one, name=name)
-  methods = [mt for mt in SEQUENTIAL if mt in config.methods]
   seeds = range(config.seeds)
-  grid = train_lib.sweep_grid(
-    method=[SEQUENTIAL.index(mt) for mt in methods], memory=sizes, seed=seeds
-  )
-  names = [f"{mt}/m{k}/seed{s}" for mt in methods for k in sizes for s in seeds]
-  grid = dataclasses.replace(grid, names=tuple(names))
-  where = os.path.join(workdir, "sequential")
-  seq = train_lib.run_sweep(init_one, step_one, grid, workdir=where, **common)
+
+  def sweep(methods, ends, where):
+    """(state, {eval: final}, diverged) of methods x memory x seed, ending
+    tasks as method `ends` does (no EM but for compact)."""
+    names, cols = continual.sweep_members(methods, sizes, seeds)
+    members = train_lib.sweep_stack(names, **cols)
+    step, ev = (functools.partial(f, ends=ends) for f in (step_one, eval_one))
+    at = dict(common, workdir=os.path.join(workdir, where), eval_one=ev)
+    res = train_lib.run_sweep(init_one, step, members, **at)
+    cut = lambda a: np.array(a)[: len(methods) * len(sizes) * config.seeds]
+    evals = {k: cut(v[-1]) for k, v in res.evals.items()}
+    return jax.tree.map(cut, res.state), evals, cut(res.diverged_at >= 0).any()
+
+  parts = (SEQUENTIAL[:-1], 0, "sequential"), (["compact"], COMPACT, "compact")
+  parts = [([mt for mt in ms if mt in config.methods], *p) for ms, *p in parts]
+  states, evals, diverged = zip(*(sweep(*p) for p in parts if p[0]))
+  state = jax.tree.map(lambda *a: np.concatenate(a), *states)
+  keys = evals[-1]  # the compact memory's also hold the EM's fixed-point gap
+  evals = {k: np.concatenate([e[k] for e in evals if k in e]) for k in keys}
   if "batch" not in config.methods:
-    return seq, None, methods
+    return (state, evals, any(diverged)), None
   seeds = train_lib.sweep_stack([f"batch/seed{s}" for s in seeds], seed=seeds)
   init = lambda key, setting: init_one(key, setting)["learner"]
   where = os.path.join(workdir, "batch")
   batch = train_lib.run_sweep(init, batch_step, seeds, workdir=where, **common)
-  return seq, batch, methods
+  return (state, evals, any(diverged) or batch.diverged.any()), batch
 
 
 def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
@@ -245,18 +249,16 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
   seen = tasks.num_train - len(tasks.y_train[-1])
   pct = {f"m{k}": 100.0 * k * (tasks.num_tasks - 1) / seen for k in sizes}
   out = {"num_train": tasks.num_train, "memory_pct": pct}
-  seq, batch, methods = train_dataset(
+  (state, evals, diverged), batch = train_dataset(
     config, tasks, spec, os.path.join(workdir, name), name, name == "moons"
   )
+  methods = [mt for mt in SEQUENTIAL if mt in config.methods]
   # Host copies, shaped [method, size, seed, ...]: summaries are numpy only.
-  shape = seq.settings.shape
-  state = jax.tree.map(
-    lambda a: np.array(a).reshape(shape + a.shape[1:]), seq.state
-  )
-  acc = dict(zip(methods, seq.final("test_acc")))
+  shape = (len(methods), len(sizes), config.seeds)
+  state = jax.tree.map(lambda a: a.reshape(shape + a.shape[1:]), state)
+  acc = dict(zip(methods, evals["test_acc"].reshape(shape)))
   learner = state["learner"]
-  finite = not seq.diverged.any() and np.isfinite(learner.theta).all()
-  out["finite"] = bool(finite and (batch is None or not batch.diverged.any()))
+  out["finite"] = bool(not diverged and np.isfinite(learner.theta).all())
   if batch is not None:
     out["batch"] = stats.band(batch_acc := batch.final("test_acc"))
   for method, a in acc.items():
@@ -285,7 +287,7 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
     # the largest principal angle in degrees), over seeds.
     gap = out["em_fixed_point"] = {f"m{k}": {} for k in sizes}
     for key in GAP_KEYS:
-      v = seq.final(key)[methods.index("compact")]
+      v = evals[key].reshape(shape[1:])
       if key.endswith("max_angle"):
         key, v = f"{key}_deg", np.degrees(v)
       for j, k in enumerate(sizes):

@@ -4,7 +4,8 @@ Tasks t = 1..T arrive in turn. Each sequential method trains theta on task t
 by minimising its `objective` (the official scripts: full-batch Adam, a fresh
 Adam per task); at the end of the task `task_boundary` stores what the method
 keeps of it, and theta_old <- theta. The methods (ids are what a vmapped sweep
-passes as a traced per-member setting):
+passes as a traced per-member setting; `task_boundary` also takes a Python
+int, and then runs the PPCA-EM for compact only):
 
 - replay: CE on the new task + CE of the stored raw points with their hard
   labels, (delta/2)||theta||^2 on the first task only (`replay_loss`);
@@ -74,6 +75,13 @@ def objective(
   return jnp.where(method == REPLAY, replay, kp)
 
 
+def _static(method) -> int | None:
+  """A method id given as a Python (or numpy) int, or None if it is traced."""
+  if isinstance(method, (int, np.integer)):
+    return int(method)
+  return None
+
+
 def batch_loss(theta, x, y, mask, *, delta):
   """Joint training on every task: (sum CE + (delta/2)||theta||^2) / N."""
   ce = cross_entropy_sum(theta, x, y, mask)
@@ -117,17 +125,27 @@ def task_boundary(
   K-priors keep them as they are (unit weights, their labels in mem_y); the
   compact memory refines old + new vectors by PPCA-EM, starting from the
   picks or (`top_beta`, the four-moons notebook) the K points of largest
-  beta. Padding rows of x (mask 0) observe nothing.
+  beta. Padding rows of x (mask 0) observe nothing. A traced `method` runs
+  the EM whatever it is and selects; a Python int runs it for compact only.
 
   Returns:
-    (memory, mem_y, trace): the `Trace` of the compact memory's EM.
+    (memory, mem_y, trace): the `Trace` of the compact memory's EM (zeros
+    for a Python-int method other than compact, which runs no EM).
   """
-  if top_beta:
+  static = _static(method)
+  if top_beta and static in (None, COMPACT):
     top = select_top_beta(theta, x, picks.shape[0], mask)
-    picks = jnp.where(method == COMPACT, top, picks)
+    picks = (
+      top if static == COMPACT else jnp.where(method == COMPACT, top, picks)
+    )
   init_u = x[picks]
   raw = add_vectors(memory, init_u, pick_w, slot)
   mem_y = jax.lax.dynamic_update_slice_in_dim(mem_y, y[picks], slot, 0)
+  if static is not None and static != COMPACT:
+    d, dtype = x.shape[1], memory.u.dtype
+    m = memory.u.shape[0]
+    trace = Trace(jnp.zeros((d, d), dtype), jnp.zeros((2, m, d), dtype))
+    return raw, mem_y, trace
   x_obs = x * mask[:, None]
   em = dict(noise=noise, eps=eps, jitter=jitter, clamp=clamp)
   fitted = update_memory(
@@ -136,6 +154,8 @@ def task_boundary(
   obs = observed_rows(theta, x_obs, memory, eps, clamp)
   rows = jnp.stack([tilde_rows(theta, m, eps, clamp) for m in (raw, fitted)])
   trace = Trace(obs.T @ obs, rows)
+  if static == COMPACT:
+    return fitted, mem_y, trace
   keep = jax.tree.map(
     lambda a, b: jnp.where(method == COMPACT, a, b), fitted, raw
   )
@@ -230,3 +250,25 @@ def batch_step(learner: Learner, tx, x, y, mask, delta):
   updates, opt_state = tx.update(grad, learner.opt_state, learner.theta)
   theta = optax.apply_updates(learner.theta, updates)
   return learner._replace(theta=theta, opt_state=opt_state), loss, grad
+
+
+def sweep_members(methods, sizes, seeds, minimum: int = 16):
+  """(names, columns) of a sweep of the learners: methods x sizes x seeds.
+
+  Members are named "<method>/m<size>/seed<seed>"; columns hold the method
+  ids (`METHODS` order), memory sizes `m` and `seed` (for
+  `lib.train.sweep_stack`). Fewer than `minimum` members are padded with
+  copies of the first ones ("pad<i>"; the caller drops the trailing pads):
+  XLA:CPU emits a vmapped reduction (e.g. the loss's sum over a task's rows)
+  in another order for a small batch; padded to 16, the compact-memory
+  sweeps (Jung et al., NeurIPS 2025) of 12 members keep the four-moons bits
+  of the one sweep of all 48 members they replace (Split-digits' EM still
+  moves in the last ~6 digits).
+  """
+  ids = [METHODS.index(m) for m in methods]
+  runs = [(i, k, s) for i in ids for k in sizes for s in seeds]
+  names = [f"{METHODS[i]}/m{k}/seed{s}" for i, k, s in runs]
+  names += [f"pad{p}" for p in range(minimum - len(runs))]
+  rows = [runs[r % len(runs)] for r in range(len(names))]
+  columns = dict(zip(("method", "m", "seed"), map(list, zip(*rows))))
+  return names, columns

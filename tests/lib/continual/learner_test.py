@@ -4,6 +4,8 @@ Jung et al., "How to Train Your Compact Memory", NeurIPS 2025: replay, the
 random-points K-priors and the compact memory's objective and task boundary.
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -164,8 +166,9 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
   mem = continual.Memory(np.zeros((slots, 4)), np.zeros(slots))
   picks, pick_w = np.array([3, 7, 0]), np.array([1.0, 1.0, 0.0])
   kw = dict(iters=3, noise=1e-3, eps=1e-4, jitter=1e-6, clamp="memory")
-  boundary = jax.jit(
-    lambda method: continual.task_boundary(
+
+  def fit(method):
+    return continual.task_boundary(
       theta,
       method,
       mem,
@@ -179,9 +182,13 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
       top_beta=False,
       **kw,
     )
-  )
-  for i, method in enumerate(continual.METHODS):
-    new, mem_y, trace = boundary(i)
+
+  boundary = jax.jit(fit)
+  static = jax.jit(fit, static_argnums=0)  # a Python int: EM for compact only
+  for (i, method), f in itertools.product(
+    enumerate(continual.METHODS), (boundary, static)
+  ):
+    new, mem_y, trace = f(i)
     np.testing.assert_array_equal(mem_y[3:5], y[picks[:2]])
     if method == "compact":
       fitted = continual.update_memory(
@@ -197,6 +204,8 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
     else:  # the raw points with unit weights, in slots 3..5
       np.testing.assert_array_equal(new.u[3:6], x[picks])
       np.testing.assert_array_equal(new.w, [0, 0, 0, 1, 1, 0])
+      if f is static:  # no EM: a zero trace
+        assert not np.any(trace.scatter) and not np.any(trace.rows)
 
 
 def test_end_task_and_step_follow_the_protocol():
@@ -227,3 +236,24 @@ def test_end_task_and_step_follow_the_protocol():
   ended = end(stepped)
   np.testing.assert_array_equal(ended.theta_old, stepped.theta)
   np.testing.assert_array_equal(ended.memory.w, [1.0, 1.0, 0.0, 0.0])
+
+
+def test_sweep_members_pad_with_copies():
+  names, cols = continual.sweep_members(["compact"], (2, 5), range(3))
+  # 1 x 2 x 3 = 6 members, method-major, then 10 copies of them.
+  assert len(names) == 16 and names[:2] == [
+    "compact/m2/seed0",
+    "compact/m2/seed1",
+  ]
+  assert names[5] == "compact/m5/seed2" and names[6:] == [
+    f"pad{i}" for i in range(10)
+  ]
+  assert cols["method"] == [3] * 16
+  assert cols["m"][:6] == [2, 2, 2, 5, 5, 5] and cols["seed"][:3] == [0, 1, 2]
+  for c in cols.values():
+    assert c[6:] == (c[:6] * 3)[:10]
+  names, cols = continual.sweep_members(
+    ["replay", "random_kprior"], (1, 2, 3), range(3)
+  )
+  assert len(names) == 18 and "pad0" not in names
+  assert cols["method"] == [0] * 9 + [1] * 9
