@@ -164,7 +164,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     return {"learner": learner, "hist": hist}
 
   def end_task(member, data, t, setting, method):
-    size, hist = setting["m"], member["hist"]
+    size, hist = setting["memory"], member["hist"]
     picks = data["picks"][t, jnp.argmax(data["sizes"] == size), setting["seed"]]
     pick_w = (jnp.arange(kmax) < size).astype(jnp.float64)
     args = (*task(data, t), picks, pick_w, method, t * kmax)
@@ -212,14 +212,16 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   def sweep(methods, ends, where):
     """(state, {eval: final}, diverged) of methods x memory x seed, ending
     tasks as method `ends` does (no EM but for compact)."""
-    names, cols = continual.sweep_members(methods, sizes, seeds)
-    members = train_lib.sweep_stack(names, **cols)
+    ids = [SEQUENTIAL.index(mt) for mt in methods]
+    names = [
+      f"{mt}/m{k}/seed{s}" for mt in methods for k in sizes for s in seeds
+    ]
+    members = train_lib.sweep_grid(names, method=ids, memory=sizes, seed=seeds)
     step, ev = (functools.partial(f, ends=ends) for f in (step_one, eval_one))
     at = dict(common, workdir=os.path.join(workdir, where), eval_one=ev)
     res = train_lib.run_sweep(init_one, step, members, **at)
-    cut = lambda a: np.array(a)[: len(methods) * len(sizes) * config.seeds]
-    evals = {k: cut(v[-1]) for k, v in res.evals.items()}
-    return jax.tree.map(cut, res.state), evals, cut(res.diverged_at >= 0).any()
+    evals = {k: np.asarray(v[-1]) for k, v in res.evals.items()}
+    return jax.device_get(res.state), evals, res.diverged.any()
 
   parts = (SEQUENTIAL[:-1], 0, "sequential"), (["compact"], COMPACT, "compact")
   parts = [([mt for mt in ms if mt in config.methods], *p) for ms, *p in parts]

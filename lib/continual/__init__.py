@@ -49,7 +49,6 @@ from lib.continual.learner import init_learner
 from lib.continual.learner import init_theta
 from lib.continual.learner import learner_step
 from lib.continual.learner import objective
-from lib.continual.learner import sweep_members
 from lib.continual.learner import task_boundary
 from lib.continual.memory import BETA_CLAMPS
 from lib.continual.memory import FixedPointGap

@@ -250,25 +250,3 @@ def batch_step(learner: Learner, tx, x, y, mask, delta):
   updates, opt_state = tx.update(grad, learner.opt_state, learner.theta)
   theta = optax.apply_updates(learner.theta, updates)
   return learner._replace(theta=theta, opt_state=opt_state), loss, grad
-
-
-def sweep_members(methods, sizes, seeds, minimum: int = 16):
-  """(names, columns) of a sweep of the learners: methods x sizes x seeds.
-
-  Members are named "<method>/m<size>/seed<seed>"; columns hold the method
-  ids (`METHODS` order), memory sizes `m` and `seed` (for
-  `lib.train.sweep_stack`). Fewer than `minimum` members are padded with
-  copies of the first ones ("pad<i>"; the caller drops the trailing pads):
-  XLA:CPU emits a vmapped reduction (e.g. the loss's sum over a task's rows)
-  in another order for a small batch; padded to 16, the compact-memory
-  sweeps (Jung et al., NeurIPS 2025) of 12 members keep the four-moons bits
-  of the one sweep of all 48 members they replace (Split-digits' EM still
-  moves in the last ~6 digits).
-  """
-  ids = [METHODS.index(m) for m in methods]
-  runs = [(i, k, s) for i in ids for k in sizes for s in seeds]
-  names = [f"{METHODS[i]}/m{k}/seed{s}" for i, k, s in runs]
-  names += [f"pad{p}" for p in range(minimum - len(runs))]
-  rows = [runs[r % len(runs)] for r in range(len(names))]
-  columns = dict(zip(("method", "m", "seed"), map(list, zip(*rows))))
-  return names, columns

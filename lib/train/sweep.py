@@ -99,12 +99,13 @@ def _array(name, values) -> np.ndarray:
   return array
 
 
-def grid(**axes: Sequence) -> Settings:
+def grid(names: Sequence[str] | None = None, **axes: Sequence) -> Settings:
   """Every combination of the axes' values, the first axis major.
 
   `grid(lr=(1e-3, 1e-2), seed=range(3))` has 6 members, shape (2, 3), named
-  "lr1e-3/seed0", ..., "lr1e-2/seed2". Values repeated within an axis are an
-  error (two members would share a name).
+  "lr1e-3/seed0", ..., "lr1e-2/seed2" unless `names` (one per member, in that
+  order) says otherwise. Values repeated within an axis are an error (two
+  members would share a name).
   """
   errors.check(bool(axes), errors.ConfigError, "a sweep grid needs an axis")
   arrays = {k: _array(k, v) for k, v in axes.items()}
@@ -118,9 +119,17 @@ def grid(**axes: Sequence) -> Settings:
   shape = tuple(a.size for a in arrays.values())
   index = np.indices(shape).reshape(len(shape), -1)
   values = {k: a[i] for (k, a), i in zip(arrays.items(), index)}
-  names = tuple(
-    "/".join(f"{k}{_label(v)}" for k, v in zip(arrays, combo))
-    for combo in itertools.product(*arrays.values())
+  if names is None:
+    names = tuple(
+      "/".join(f"{k}{_label(v)}" for k, v in zip(arrays, combo))
+      for combo in itertools.product(*arrays.values())
+    )
+  names = tuple(str(n) for n in names)
+  size = int(np.prod(shape))
+  errors.check(
+    len(names) == size and len(set(names)) == size,
+    errors.ConfigError,
+    f"sweep member names {names!r} must be {size} distinct names",
   )
   return Settings(values, shape, names)
 

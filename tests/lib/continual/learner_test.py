@@ -236,24 +236,3 @@ def test_end_task_and_step_follow_the_protocol():
   ended = end(stepped)
   np.testing.assert_array_equal(ended.theta_old, stepped.theta)
   np.testing.assert_array_equal(ended.memory.w, [1.0, 1.0, 0.0, 0.0])
-
-
-def test_sweep_members_pad_with_copies():
-  names, cols = continual.sweep_members(["compact"], (2, 5), range(3))
-  # 1 x 2 x 3 = 6 members, method-major, then 10 copies of them.
-  assert len(names) == 16 and names[:2] == [
-    "compact/m2/seed0",
-    "compact/m2/seed1",
-  ]
-  assert names[5] == "compact/m5/seed2" and names[6:] == [
-    f"pad{i}" for i in range(10)
-  ]
-  assert cols["method"] == [3] * 16
-  assert cols["m"][:6] == [2, 2, 2, 5, 5, 5] and cols["seed"][:3] == [0, 1, 2]
-  for c in cols.values():
-    assert c[6:] == (c[:6] * 3)[:10]
-  names, cols = continual.sweep_members(
-    ["replay", "random_kprior"], (1, 2, 3), range(3)
-  )
-  assert len(names) == 18 and "pad0" not in names
-  assert cols["method"] == [0] * 9 + [1] * 9

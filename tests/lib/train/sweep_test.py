@@ -48,6 +48,11 @@ def test_grid_names_shape_and_order():
     sweep.stack(a=(1, 2), b=(1,))
   with pytest.raises(errors.ConfigError, match="numbers"):
     sweep.grid(method=("adam", "sgd"))
+  named = sweep.grid(["a", "b", "c", "d"], method=(0, 1), seed=(7, 8))
+  assert named.names == ("a", "b", "c", "d")
+  np.testing.assert_array_equal(named.values["seed"], [7, 8, 7, 8])
+  with pytest.raises(errors.ConfigError, match="4 distinct names"):
+    sweep.grid(["a", "b", "c"], method=(0, 1), seed=(7, 8))
 
 
 def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
