@@ -45,6 +45,7 @@ from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
 from lib.core import stats
+from lib.core import tree as tree_lib
 
 DATASETS = ("synthetic",) + explain.data.UCR
 
@@ -115,7 +116,7 @@ def train_model(config, name, train, num_classes, workdir):
     loss, grad = jax.value_and_grad(loss_fn)(state["params"], data)
     updates, opt = tx.update(grad, state["opt"], state["params"])
     params = optax.apply_updates(state["params"], updates)
-    gn = optax.global_norm(grad)
+    gn = tree_lib.l2_norm(grad)
     return {"params": params, "opt": opt}, {"loss": loss, "grad_norm": gn}
 
   state, _ = train_lib.train(
