@@ -79,21 +79,6 @@ def _xa_features(x, a, degree):
   return jnp.concatenate([f, f * a[:, None].astype(f.dtype)], axis=-1)
 
 
-# The DGP's numbers are traced: one program per family, selection and size
-# (10 on quick, not one per setting and size: 22).
-_NUMBERS = ("beta_a", "mu_x", "coef", "bias", "p_y", "m")
-
-
-@functools.partial(jax.jit, static_argnums=(2, 3, 4))
-def _simulate_numbers(key, numbers, family, selection, n):
-  return ev.simulate(key, ev.Setting(family, selection=selection, **numbers), n)
-
-
-def _simulate(key, st, n):
-  numbers = {f: getattr(st, f) for f in _NUMBERS}
-  return _simulate_numbers(key, numbers, st.family, st.selection, n)
-
-
 def draw(config, name, key):
   """(train, eval) dicts of one setting; selection keeps selected rows."""
   st = ev.setting(name)
@@ -102,7 +87,7 @@ def draw(config, name, key):
   factor = 1 if st.selection == "none" else 3
   out = []
   for k, n in ((k_train, config.n_train), (k_eval, config.n_eval)):
-    d = {k2: np.asarray(v) for k2, v in _simulate(k, st, factor * n).items()}
+    d = {k2: np.asarray(v) for k2, v in ev.simulate(k, st, factor * n).items()}
     if st.selection != "none":
       keep = np.flatnonzero(d["s"] == 1)[:n]
       errors.check(

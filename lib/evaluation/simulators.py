@@ -18,6 +18,7 @@ closed form, else NaN; s = 1 where the point is selected).
 """
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +38,16 @@ class Setting:
   p_y: tuple = ((0.5, 0.5), (0.9, 0.1))  # anticausal Y | U
   m: tuple = ((-1.0, 1.0), (-1.0, 1.0))  # anticausal X | A, Y
   selection: str = "none"  # none | x | y | ay
+
+
+# A pytree: the family and selection choose the program, the numbers are
+# traced, so one compiled `simulate` serves every setting of a family,
+# selection and size.
+jax.tree_util.register_dataclass(
+  Setting,
+  data_fields=["beta_a", "mu_x", "coef", "bias", "p_y", "m"],
+  meta_fields=["family", "selection"],
+)
 
 
 _A_TO_Y = (0.5, -1.0)
@@ -84,6 +95,7 @@ def selection_probability(st: Setting, a, x, y):
   return jnp.ones_like(x)
 
 
+@functools.partial(jax.jit, static_argnums=(2,))
 def simulate(key, st: Setting, n: int) -> dict:
   """n draws of the setting's DGP (before selection; `s` marks selection)."""
   errors.check(n >= 1, errors.ConfigError, f"need n >= 1 draws, got {n}")

@@ -80,16 +80,16 @@ def test_config_errors_name_the_key(key, value, match):
 
 
 def test_simulate_with_traced_numbers_equals_the_static_setting():
-  # The binary traces the DGP's numbers (one program per family, selection
+  # ev.simulate traces the DGP's numbers (one program per family, selection
   # and size); the draws must be those of the setting given as a constant.
   import jax
 
   from lib import evaluation as ev
 
-  static = jax.jit(ev.simulate, static_argnums=(1, 2))
+  static = jax.jit(ev.simulate.__wrapped__, static_argnums=(1, 2))
   key = jax.random.key(11)
   for name in ("outcome_shift", "complex_anticausal_shift", "selection_on_ay"):
     st = ev.setting(name)
-    want, got = static(key, st, 300), ex._simulate(key, st, 300)
+    want, got = static(key, st, 300), ev.simulate(key, st, 300)
     for k in want:
       np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
