@@ -42,7 +42,6 @@ from lib.pde import hns as hns_lib
 from lib.pde import solver
 
 BASELINES = ("derivative_cnn", "next_step_cnn")
-NAMES = comparison.NAMES
 
 
 def check_seeds(num_seeds) -> None:
@@ -232,7 +231,7 @@ def rollout_metrics_fn(config, grid):
   )
 
 
-def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn=None):
+def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn):
   """Trains config.num_seeds runs of one model kind and rolls each out.
 
   Returns:
@@ -261,7 +260,6 @@ def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn=None):
     data=parts["data"],
     batch_fn=parts["batch_fn"],
   )
-  metrics_fn = metrics_fn or rollout_metrics_fn(config, grid)
   per_seed, plot, traces = [], None, None
   for s in range(config.num_seeds):
     pred = solver.rollout(

@@ -36,7 +36,8 @@ from lib.core import rng as rng_lib
 from lib.core import stats
 
 SEQUENTIAL = continual.METHODS  # the order of the sequential sweeps
-COMPACT = SEQUENTIAL.index("compact")  # the last
+COMPACT = continual.learner.COMPACT  # alone in running the PPCA-EM
+NO_EM = continual.learner.REPLAY  # ends tasks as every other method
 METHODS = ("batch", *SEQUENTIAL)
 DATASETS = ("moons", "digits", "file")
 INITS = ("random", "top_beta")
@@ -209,13 +210,11 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   common = dict(config=train_config, data=data, eval_one=eval_one, name=name)
   seeds = range(config.seeds)
 
-  def sweep(methods, ends, where):
-    """(state, {eval: final}, diverged) of methods x memory x seed, ending
-    tasks as method `ends` does (no EM but for compact)."""
+  def sweep(methods, where):
+    """(state, {eval: final}, diverged) of methods x memory x seed."""
+    ends = COMPACT if methods == ["compact"] else NO_EM
     ids = [SEQUENTIAL.index(mt) for mt in methods]
-    names = [
-      f"{mt}/m{k}/seed{s}" for mt in methods for k in sizes for s in seeds
-    ]
+    names = [f"{m}/m{k}/seed{s}" for m in methods for k in sizes for s in seeds]
     members = train_lib.sweep_grid(names, method=ids, memory=sizes, seed=seeds)
     step, ev = (functools.partial(f, ends=ends) for f in (step_one, eval_one))
     at = dict(common, workdir=os.path.join(workdir, where), eval_one=ev)
@@ -223,8 +222,8 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     evals = {k: np.asarray(v[-1]) for k, v in res.evals.items()}
     return jax.device_get(res.state), evals, res.diverged.any()
 
-  parts = (SEQUENTIAL[:-1], 0, "sequential"), (["compact"], COMPACT, "compact")
-  parts = [([mt for mt in ms if mt in config.methods], *p) for ms, *p in parts]
+  parts = (SEQUENTIAL[:-1], "sequential"), (["compact"], "compact")
+  parts = [([mt for mt in ms if mt in config.methods], w) for ms, w in parts]
   states, evals, diverged = zip(*(sweep(*p) for p in parts if p[0]))
   state = jax.tree.map(lambda *a: np.concatenate(a), *states)
   keys = evals[-1]  # the compact memory's also hold the EM's fixed-point gap

@@ -25,7 +25,6 @@ Run: python -m experiments.dpo_diversity --config configs/dpo_diversity.py:quick
   --workdir runs/dpo_diversity
 """
 
-import dataclasses
 import itertools
 import os
 
@@ -232,12 +231,10 @@ def train_k(config, num_clusters: int, workdir: str, lm=None):
     data["w_ref"][0], train["g"][0], train["y_w"][0], train["y_l"][0]
   )
   opts, seeds, qs = config.optimizers, range(config.seeds), config.per_cluster
-  settings = dataclasses.replace(
-    train_lib.sweep_grid(opt=range(len(opts)), seed=seeds, q=qs),
-    names=tuple(
-      f"{o}/seed{s}/q{q}" for o, s, q in itertools.product(opts, seeds, qs)
-    ),
-  )
+  names = [
+    f"{o}/seed{s}/q{q}" for o, s, q in itertools.product(opts, seeds, qs)
+  ]
+  settings = train_lib.sweep_grid(names, opt=range(len(opts)), seed=seeds, q=qs)
   lrs = {"gd": (optax.sgd, config.gd_lr), "adam": (optax.adam, config.adam_lr)}
   txs = [lrs[name][0](lrs[name][1]) for name in opts]
   beta, kind = float(config.beta), config.loss

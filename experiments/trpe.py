@@ -96,12 +96,6 @@ def pretrain(config, grid, objective: str, workdir: str):
   return np.asarray(result.state), int(result.diverged.sum())
 
 
-def _named(settings, groups, seeds):
-  """`settings` renamed "<group>/seed<s>" (the runs' names in the rows)."""
-  names = [f"{g}/seed{s}" for g in groups for s in range(seeds)]
-  return train_lib.sweep_stack(names, **settings.values)
-
-
 def finetune(config, grid, start_logits: dict, workdir: str):
   """REINFORCE on the team task from each source's logits [S, ...], all
   sources and seeds one sweep: ({source: success per epoch [S, E]}, the
@@ -113,7 +107,10 @@ def finetune(config, grid, start_logits: dict, workdir: str):
   goal = jnp.asarray(rl.grid.right_room(grid))
   seeds, sources = config.seeds, list(start_logits)
   starts = jnp.asarray(np.stack([start_logits[s] for s in sources]))
-  settings = train_lib.sweep_grid(source=range(len(sources)), seed=range(seeds))
+  names = [f"finetune_{s}/seed{r}" for s in sources for r in range(seeds)]
+  settings = train_lib.sweep_grid(
+    names, source=range(len(sources)), seed=range(seeds)
+  )
 
   def init_one(key, setting):
     del key
@@ -137,7 +134,7 @@ def finetune(config, grid, start_logits: dict, workdir: str):
   result = train_lib.run_sweep(
     init_one,
     step_one,
-    _named(settings, [f"finetune_{s}" for s in sources], seeds),
+    settings,
     workdir=workdir,
     config=train_lib.phase_config(config.train, f.epochs),
     name="trpe",

@@ -181,14 +181,13 @@ class SweepResult:
   steps: np.ndarray
   evals: dict[str, np.ndarray]
   diverged_at: np.ndarray
-  rows: list[dict]
+  rows: loop.History
   state: Any
   name: str = ""
 
   def logged(self, key: str):
     """(steps [L], values [L, R]): a training metric at every log step."""
-    runs = [f"{self.name}/{n}" if self.name else n for n in self.settings.names]
-    steps, table = metrics.eval_table(self.rows, (key,), runs)
+    steps, table = metrics.eval_table(self.rows, (key,), self.rows.runs)
     return steps, table[key]
 
   @property
@@ -329,8 +328,7 @@ def run_sweep(
     finite_keys=(),  # Divergence is recorded per member, not raised.
     allow_config_change=allow_config_change,
   )
-  runs = [f"{name}/{n}" if name else n for n in settings.names]
-  steps, evals = metrics.eval_table(rows, rows.eval_keys, runs)
+  steps, evals = rows.evals()
   return SweepResult(
     settings=settings,
     steps=steps,
