@@ -22,7 +22,6 @@ import math
 import os
 
 import jax
-import ml_collections
 import numpy as np
 import optax
 from absl import logging
@@ -119,15 +118,18 @@ def make_optimizer(learning_rate, o, num_steps):
 
 def train_config(config, num_steps):
   """config.train with this run's step count."""
-  c = ml_collections.ConfigDict(config.train.to_dict())
-  c.num_steps = num_steps
-  every = c.log_every
+  every, evals = config.train.log_every, config.train.eval_every
   if 2 <= num_steps < 2 * every:  # >= 2 log lines: the first includes compile
-    every = c.log_every = num_steps // 2
-  c.checkpoint_every = max(every, math.ceil(num_steps / every) * every)
-  if c.eval_every:
-    c.eval_every = max(every, (c.eval_every // every) * every)
-  return c
+    every = num_steps // 2
+  if evals:
+    evals = max(every, (evals // every) * every)
+  return train_lib.phase_config(
+    config.train,
+    num_steps,
+    log_every=every,
+    checkpoint_every=max(every, math.ceil(num_steps / every) * every),
+    eval_every=evals,
+  )
 
 
 def fit_density(config, workdir, model, dq, data, seeds, num_steps, name):
@@ -359,11 +361,16 @@ def _run(config, workdir) -> dict:
       results["periodic_cd_gap"] = cd["gap_nats_per_dim"]
   if samples:
     results["samples_figure"] = "samples.png"
-    samples_figure(os.path.join(workdir, "samples.png"), samples, k)
   if "vector" in results:
     results["curves_figure"] = "curves.png"
-    curves_figure(os.path.join(workdir, "curves.png"), results["vector"])
-  return train_lib.write_results(workdir, results)
+  results = train_lib.write_results(workdir, results)
+  if samples:
+    path = os.path.join(workdir, "samples.png")
+    train_lib.draw_figure(samples_figure, path, samples, k)
+  if "vector" in results:
+    path = os.path.join(workdir, "curves.png")
+    train_lib.draw_figure(curves_figure, path, results["vector"])
+  return results
 
 
 if __name__ == "__main__":

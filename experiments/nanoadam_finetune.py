@@ -377,7 +377,8 @@ def run(config, workdir) -> dict:
   summary.update(correlations(model, params0, scratch, data))
   summary["old_acc_pretrained"] = old_acc_pre
   if train_lib.is_main_process():
-    _figure(os.path.join(workdir, "finetune.png"), config, summary, old_acc_pre)
+    path = os.path.join(workdir, "finetune.png")
+    train_lib.draw_figure(_figure, path, config, summary, old_acc_pre)
   summary["figures"] = ["finetune.png"]
   return train_lib.write_results(workdir, summary)
 

@@ -187,7 +187,8 @@ def student_t_mle(config, workdir, sweep) -> dict:
     ours, theirs = (out[k]["iterations"] for k in ("best_qng", "best_baseline"))
     out["qng_over_best_baseline"] = ours / max(theirs, 1)
   if train_lib.is_main_process():
-    _mle_figure(os.path.join(workdir, "mle_convergence.png"), curves, iters, c)
+    path = os.path.join(workdir, "mle_convergence.png")
+    train_lib.draw_figure(_mle_figure, path, curves, iters, c)
   return out
 
 
@@ -349,11 +350,11 @@ def logistic_vi(config, workdir, sweep) -> dict:
       curves[name] = (steps, table[:, cols])
   out.update(_paired(out, c))
   if train_lib.is_main_process():
-    _vi_figure(os.path.join(workdir, "vi_elbo.png"), curves, out)
+    train_lib.draw_figure(_vi_figure, workdir, curves, out)
   return out
 
 
-def _vi_figure(path, curves, out):
+def _vi_figure(workdir, curves, out):
   from experiments._plot import plt
 
   fig, axes = plt.subplots(1, 2, figsize=(10, 4))
@@ -378,7 +379,7 @@ def _vi_figure(path, curves, out):
   axes[1].set(ylim=(0.9, 1.0), ylabel="posterior-mean test accuracy")
   axes[1].set_title("breast cancer, mean and 95% t interval over splits")
   fig.tight_layout()
-  train_lib.save_figure(fig, path, dpi=120)
+  train_lib.save_figure(fig, os.path.join(workdir, "vi_elbo.png"), dpi=120)
 
 
 def run(config, workdir) -> dict:

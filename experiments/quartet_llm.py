@@ -83,7 +83,7 @@ def run(config, workdir) -> dict:
     val_loss[method] = r["val_loss"][config.train.num_steps]
     logging.info("%s: val loss per seed %s", method, val_loss[method])
   figure = os.path.join(workdir, "loss_curves.png")
-  loss_figure(figure, histories)
+  train_lib.draw_figure(loss_figure, figure, histories)
   tokens = config.train.num_steps * config.data.batch_size * config.data.seq_len
   n = models.non_embedding_params(_quartet.model_config(config, "bf16"))
 

@@ -9,7 +9,7 @@ validation trajectories when there is one seed). The metric dicts are those of
 
 import numpy as np
 
-from lib.pde import metrics
+from lib.core import stats
 
 NAMES = {
   "hns": "HNS",
@@ -40,9 +40,7 @@ def summarize(per_seed):
     out[k] = float(np.mean(values))
     out[f"{k}_seeds"] = values
   for k in ("rollout_error", "correlation_time", "hamiltonian_error"):
-    _, out[f"{k}_lo"], out[f"{k}_hi"] = metrics.mean_interval(
-      units(per_seed, k)
-    )
+    _, out[f"{k}_lo"], out[f"{k}_hi"] = stats.mean_interval(units(per_seed, k))
   diverged_at = [float(m["diverged_at"]) for m in per_seed]
   out["diverged_at_seeds"] = diverged_at
   out["diverged"] = bool(out["finite_fraction"] < 1.0)
@@ -93,7 +91,7 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
       stat = np.log(base_units) - np.log(hns_units)
     else:
       stat = hns_units - base_units
-  point, lo, hi = metrics.mean_interval(stat)
+  point, lo, hi = stats.mean_interval(stat)
   if ratio:
     point, lo, hi = (float(np.exp(v)) for v in (point, lo, hi))
   ff = finite_fraction(best)
