@@ -121,15 +121,10 @@ def train_config(config, num_steps):
   every, evals = config.train.log_every, config.train.eval_every
   if 2 <= num_steps < 2 * every:  # >= 2 log lines: the first includes compile
     every = num_steps // 2
-  if evals:
-    evals = max(every, (evals // every) * every)
-  return train_lib.phase_config(
-    config.train,
-    num_steps,
-    log_every=every,
-    checkpoint_every=max(every, math.ceil(num_steps / every) * every),
-    eval_every=evals,
-  )
+  ckpt = max(every, math.ceil(num_steps / every) * every)
+  evals = evals and max(every, (evals // every) * every)
+  over = dict(log_every=every, checkpoint_every=ckpt, eval_every=evals)
+  return train_lib.phase_config(config.train, num_steps, **over)
 
 
 def fit_density(config, workdir, model, dq, data, seeds, num_steps, name):
@@ -291,7 +286,7 @@ def run_periodic(config, workdir) -> dict:
   return out
 
 
-def samples_figure(path, samples, num_levels):
+def samples_figure(workdir, samples, num_levels):
   from experiments._plot import plt
 
   rows = len(samples)
@@ -307,10 +302,10 @@ def samples_figure(path, samples, num_levels):
         ax.imshow(imgs[c], cmap="gray_r", vmin=0, vmax=num_levels - 1)
     axes[r, 0].set_title(title, fontsize=7, loc="left")
   fig.tight_layout()
-  train_lib.save_figure(fig, path, dpi=100)
+  train_lib.save_figure(fig, os.path.join(workdir, "samples.png"), dpi=100)
 
 
-def curves_figure(path, vector_results):
+def curves_figure(workdir, vector_results):
   from experiments._plot import plt
 
   fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -321,7 +316,7 @@ def curves_figure(path, vector_results):
   ax.set(xlabel="step", ylabel="test bits/dim", title="Vector flow on digits")
   ax.legend(fontsize=8)
   fig.tight_layout()
-  train_lib.save_figure(fig, path, dpi=110)
+  train_lib.save_figure(fig, os.path.join(workdir, "curves.png"), dpi=110)
 
 
 # ------------------------------------------------------------------ run ---
@@ -365,11 +360,9 @@ def _run(config, workdir) -> dict:
     results["curves_figure"] = "curves.png"
   results = train_lib.write_results(workdir, results)
   if samples:
-    path = os.path.join(workdir, "samples.png")
-    train_lib.draw_figure(samples_figure, path, samples, k)
+    train_lib.draw_figure(samples_figure, workdir, samples, k)
   if "vector" in results:
-    path = os.path.join(workdir, "curves.png")
-    train_lib.draw_figure(curves_figure, path, results["vector"])
+    train_lib.draw_figure(curves_figure, workdir, results["vector"])
   return results
 
 
