@@ -21,7 +21,6 @@ import math
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
@@ -92,32 +91,34 @@ def check_config(config) -> None:
     checks.fraction(v[key], f"config.vi.{key}")
 
 
-def _members(c, part, method, suffixes=("",)):
-  """(members <method>/<grid name><suffix>, setting -> its float64 step
-  size, {grid name: step size}). A member's setting is its index: the sweep
-  keeps float settings in float32, the float64 grid is read in the step."""
+def _members(c, part, method, num_splits=0):
+  """(members <method>/<grid name>[/split<s>], {grid name: step size}): each
+  member's "step_size" (float64 under the binary's x64) and, with
+  `num_splits`, its data "split" (every step size on each split)."""
   rdog = part == "vi" and method == "qng" and c.qng_rdog
   if method == "ecme" or rdog:
     grid = {"rdog" if rdog else "": 0.0}
   else:
     key, label = _GRIDS[part, method]
     grid = {f"{label}{v:g}": v for v in c[key]}
-  names = [f"{method}/{g}{s}".strip("/") for g in grid for s in suffixes]
-  values = np.repeat(np.asarray(list(grid.values()), np.float64), len(suffixes))
-  settings = train_lib.sweep_stack(names=names, index=np.arange(len(names)))
-  return settings, lambda s: jnp.asarray(values)[s["index"]], grid
+  steps, runs = list(grid.values()), [f"{method}/{g}".strip("/") for g in grid]
+  if not num_splits:
+    return train_lib.sweep_stack(names=runs, step_size=steps), grid
+  names = [f"{r}/split{s}" for r in runs for s in range(num_splits)]
+  split = range(num_splits)
+  return train_lib.sweep_grid(names, step_size=steps, split=split), grid
 
 
 # --- (i) Student-t MLE.
 def _train_mle(method, c, x, xi0, l_star, workdir) -> train_lib.SweepResult:
   """One method's sweep over its betas or learning rates (ECME: one run)."""
   m = qblr.mle_method(method, kappa=c.kappa0, max_halvings=c.max_halvings)
-  settings, step_size, _ = _members(c, "mle", method)
+  settings, _ = _members(c, "mle", method)
   gap = dict(l_star=l_star, tol=c.tol)  # the convergence record, on device
   return train_lib.run_sweep(
-    lambda key, s: qblr.init_run(m, x, xi0, step_size(s), **gap),
+    lambda key, s: qblr.init_run(m, x, xi0, s["step_size"], **gap),
     lambda run, batch, key, t, s: qblr.step_run(
-      m, run, batch["x"], t, step_size(s), **gap
+      m, run, batch["x"], t, s["step_size"], **gap
     ),
     settings,
     workdir=os.path.join(workdir, "mle", method),
@@ -218,18 +219,16 @@ def train_vi(name, c, splits, xi0, workdir):
     name, xi0, kappa=c.kappa0, rdog=c.qng_rdog, **{k: c[k] for k in opts}
   )
   num_splits = splits[0].shape[0]
-  suffixes = [f"/split{s}" for s in range(num_splits)]
-  settings, step_size, grid = _members(c, "vi", name, suffixes)
-  split_of = lambda setting: setting["index"] % num_splits
+  settings, grid = _members(c, "vi", name, num_splits)
 
   def step_one(run, batch, key, step, setting):
-    s = split_of(setting)
+    s = setting["split"]
     k = jax.random.fold_in(rng.stream(key, "mc"), s)
-    x, y, h = batch["x"][s], batch["y"][s], step_size(setting)
+    x, y, h = batch["x"][s], batch["y"][s], setting["step_size"]
     return qblr.step_vi_run(method, run, x, y, k, step, h, decay=c.elbo_ema)
 
   def eval_one(run, data, setting):
-    s, root = split_of(setting), rng.root_key(c.train.seed)
+    s, root = setting["split"], rng.root_key(c.train.seed)
     keys = ("prior_precision", "elbo_samples", "eval_samples")
     out = qblr.posterior_metrics(
       method.posterior(run.params),
@@ -243,7 +242,7 @@ def train_vi(name, c, splits, xi0, workdir):
     return out
 
   result = train_lib.run_sweep(
-    lambda key, setting: qblr.init_vi_run(method, step_size(setting)),
+    lambda key, setting: qblr.init_vi_run(method, setting["step_size"]),
     step_one,
     settings,
     workdir=os.path.join(workdir, "vi", name),

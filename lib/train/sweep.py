@@ -62,7 +62,9 @@ class Settings:
   """R sweep members: one value of each setting per member, on a grid.
 
   Attributes:
-    values: setting name -> array [R] (member r's value is values[name][r]).
+    values: setting name -> array [R] (member r's value is values[name][r]);
+      floats are kept in float64 and reach the members as jax's default
+      float (float32, or float64 under `jax.enable_x64`), integers as int32.
     shape: the grid's shape (prod(shape) == R); member order is row-major.
     names: member r's name in the metric rows, e.g. "lr1e-3/seed0".
   """
@@ -92,8 +94,8 @@ def _array(name, values) -> np.ndarray:
     f"sweep setting {name!r}={values!r} must be a non-empty sequence of "
     "numbers (a setting of another shape or type needs a sweep of its own)",
   )
-  if np.issubdtype(array.dtype, np.floating):
-    return array.astype(np.float32)
+  if np.issubdtype(array.dtype, np.floating):  # On device: jax's default
+    return array.astype(np.float64)  # float (float64 under jax.enable_x64).
   if np.issubdtype(array.dtype, np.integer):
     return array.astype(np.int32)
   return array

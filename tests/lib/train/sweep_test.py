@@ -1,5 +1,6 @@
 """lib.train.sweep: one vmapped program per stack, closed forms, divergence, resume."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -84,6 +85,33 @@ def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
   np.testing.assert_array_equal(steps, [3, 6, 9, 12])
   w_prev = (1 - lr) ** (steps[:, None] - 1) * scale
   np.testing.assert_allclose(loss, 0.5 * w_prev**2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_float_settings_reach_members_in_the_default_float(tmp_path, x64):
+  """Under x64 a step size of 1/3 is the float64 1/3, not float32's rounding."""
+
+  def init_one(key, setting):
+    del key
+    return {"lr": setting["lr"]}
+
+  def step_one(member, batch, key, step, setting):
+    del batch, key, step
+    return member, {"lr": setting["lr"]}
+
+  settings = sweep.stack(lr=(1 / 3, 0.1))
+  np.testing.assert_array_equal(settings.values["lr"], [1 / 3, 0.1])
+  with jax.enable_x64(x64):
+    result = sweep.run_sweep(
+      init_one,
+      step_one,
+      settings,
+      workdir=str(tmp_path),
+      config=_config(num_steps=2, log_every=1, eval_every=2),
+      eval_one=lambda member, data, setting: {"lr": member["lr"]},
+    )
+  want = np.array([1 / 3, 0.1], np.float64 if x64 else np.float32)
+  np.testing.assert_array_equal(np.float64(result.final("lr")), want)
 
 
 def test_a_diverged_member_is_recorded_and_frozen_others_train_on(tmp_path):
