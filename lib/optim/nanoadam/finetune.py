@@ -54,12 +54,19 @@ def drift(params, params0) -> dict:
 def spearman(a, b) -> float:
   """Spearman's rank correlation of two 1-D samples (host numpy).
 
-  The Pearson correlation of the ranks; tied values are ranked by position
-  (for continuous data, ties have probability zero).
+  The Pearson correlation of the ranks, tied values sharing their average
+  rank (as scipy.stats.spearmanr): gradients that are exactly 0 (a weight no
+  example touches) tie, and ranking them by position would make the value
+  depend on the parameters' order.
   """
-  ra = np.argsort(np.argsort(a)).astype(np.float64)
-  rb = np.argsort(np.argsort(b)).astype(np.float64)
-  return float(np.corrcoef(ra, rb)[0, 1])
+  return float(np.corrcoef(_average_ranks(a), _average_ranks(b))[0, 1])
+
+
+def _average_ranks(x) -> np.ndarray:
+  """Ranks 1..n of x, each group of equal values at its mean rank."""
+  _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+  last = np.cumsum(counts)  # the rank of each distinct value's last copy
+  return (last - (counts - 1) / 2.0)[inverse.reshape(-1)]
 
 
 def weight_gradient_spearman(params, grads) -> float:

@@ -46,6 +46,23 @@ def test_spearman_matches_scipy_and_the_rank_extremes():
   assert na.spearman(a, -(a**3)) == pytest.approx(-1.0)
 
 
+def test_spearman_gives_ties_their_average_rank():
+  # Half the gradients exactly 0 (untouched weights): with ties ranked by
+  # position the value would depend on the order of the entries.
+  rng = np.random.default_rng(2)
+  w = rng.normal(size=100)
+  g = np.where(np.arange(100) % 2 == 0, 0.0, rng.normal(size=100))
+  want = stats.spearmanr(w, g)[0]
+  assert na.spearman(w, g) == pytest.approx(want, abs=1e-12)
+  order = rng.permutation(100)
+  assert na.spearman(w[order], g[order]) == pytest.approx(want, abs=1e-12)
+  # Hand-computed: ranks of (1, 1, 2) are (1.5, 1.5, 3) against (1, 2, 3):
+  # centred (-0.5, -0.5, 1) and (-1, 0, 1): Pearson 1.5 / sqrt(1.5 * 2).
+  assert na.spearman([1, 1, 2], [1, 2, 3]) == pytest.approx(
+    1.5 / np.sqrt(1.5 * 2), abs=1e-12
+  )
+
+
 def test_weight_gradient_spearman_reads_weight_matrices_only():
   rng = np.random.default_rng(1)
   params = {"w": rng.normal(size=(6, 5)), "b": rng.normal(size=5)}
