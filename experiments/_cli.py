@@ -21,6 +21,7 @@ subclasses. Anything else is a bug and keeps its traceback.
 """
 
 import errno
+import os
 import sys
 
 from absl import app
@@ -84,7 +85,7 @@ def main(run, check=None) -> None:
       execute(run, config, flags.FLAGS.workdir, check)
     except preemption.Preempted as e:
       logging.warning("%s", e)
-      sys.exit(e.exit_code)
+      _exit_now(e.exit_code)
     except Exception as e:
       if not is_user_error(e, UserError):
         raise
@@ -93,6 +94,21 @@ def main(run, check=None) -> None:
       sys.exit(f"error: {message}")
 
   app.run(_main, flags_parser=_parse_flags)
+
+
+def _exit_now(code: int) -> None:
+  """Exits with `code` at once, skipping the interpreter's teardown.
+
+  A signal can land while JAX is tracing or compiling (the handler raises in
+  whatever Python frame runs, possibly one that XLA called back into); tearing
+  the interpreter down from there segfaulted now and then (exit 139, not 143).
+  Nothing is lost: `Preempted` has already unwound through `train`'s
+  checkpoint close and the workdir lock.
+  """
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)
 
 
 def execute(run, config, workdir, check=None):
