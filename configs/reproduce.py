@@ -3,7 +3,7 @@ r"""The reproduce report: run every registered paper claim at its quick scale.
 Run (the main job; 13 min 2 s for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
-separated by '+'). ':smoke' runs each experiment's smoke variant (seconds; used by tests).
+separated by '+'). ':quick' is the default tier; ':smoke' runs each experiment's smoke variant (seconds; used by tests).
 The GPU tier (issue 35; one H200, a <= 6-minute goal, estimated below, not yet measured):
   python -m experiments.reproduce --config configs/reproduce.py:gpu --workdir runs/reproduce_gpu
 runs every experiment's `gpu` variant (more seeds, larger models) in its own run directories.
@@ -20,13 +20,15 @@ from configs import common
 
 def get_config(arg=None):
   arg = common.parse_arg(
-    arg, only="", smoke=False, rerun=False, jobs=0, gpu=False
+    arg, variant="quick", only="", smoke=False, rerun=False, jobs=0
   )
+  if arg.variant not in ("quick", "gpu"):
+    raise ValueError(f"unknown variant {arg.variant!r}: 'quick' or 'gpu'")
   config = ml_collections.ConfigDict()
   config.only = arg.only  # '+'-separated claim names or paper labels; '' = all.
-  # "quick": each claim's registered (CPU) config; "gpu": its `gpu` variant,
-  # in run directories of their own (experiments/reproduce.py).
-  config.tier = "gpu" if arg.gpu else "quick"
+  # "quick" (the default): each claim's registered (CPU) config; "gpu": its
+  # `gpu` variant, in run directories of their own (experiments/reproduce.py).
+  config.tier = arg.variant
   # Append ',smoke' to every experiment's config argument.
   config.smoke = arg.smoke
   # Seconds; a run past it gets SIGTERM (it saves a checkpoint), then SIGKILL.
@@ -60,7 +62,7 @@ def get_config(arg=None):
     nanoadam_finetune=32,
     bench_mxfp4=18,
   )
-  if arg.gpu:
+  if arg.variant == "gpu":
     # The GPU tier (issue 35): one H200, all of it in <= 6 minutes from a
     # fresh workdir, compilation included. The seconds are ESTIMATES, not
     # measurements (no H200 run yet): FLOPs at ~200 TFLOP/s for the LMs

@@ -1,8 +1,11 @@
-"""Optimizers as optax GradientTransformations (NamedTuple states).
+"""Optimizers as optax GradientTransformations (NamedTuple states), and methods built on them.
 
-signGD (simplicity bias), SADL sketches and server updates, the quotient natural gradient
-(QBLR) with the Gaussian BLR baseline, and NanoAdam. The SADL and NanoAdam constructors
-keep their module names: `lib.optim.sadl.sadl(...)`, `lib.optim.nanoadam.nanoadam(...)`.
+optax transforms: signGD (simplicity bias), NanoAdam, SADL's sketched Adam server step
+(`sadl.sketched_adam`), the quotient natural gradient (`qblr.qng`). SADL's distributed
+methods (`sadl.sadl(...)` and its baselines) are `sadl.Method`s, not optax transforms: a
+client encodes its delta and the server applies the averaged message (`lib.optim.sadl`).
+The SADL and NanoAdam constructors keep their module names: `lib.optim.sadl.sadl(...)`,
+`lib.optim.nanoadam.nanoadam(...)`.
 """
 
 from lib.optim.nanoadam import NanoAdamLeaf

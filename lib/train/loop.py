@@ -4,7 +4,8 @@
 `lax.scan` (no host round-trip inside), then on the host: checks for non-finite values,
 writes the metrics rows, logs progress, saves a checkpoint when due, and honours SIGTERM.
 A rerun with the same workdir resumes from the newest intact checkpoint and ends bitwise
-where an uninterrupted run would: a step's key is `fold_in(root, step)`, never carried.
+where an uninterrupted run would: a step's key is `rng.stream(root, "step", step)`
+(lib.core.rng), never carried.
 
 Every experiment trains through it: supervised models through `fit` (a `Task` plus an
 optax optimizer), SADL's federated rounds (a round is a step), and vmapped sweeps
@@ -154,7 +155,7 @@ def train(
   Args:
     init_fn: key -> state, any pytree of arrays (for a vmapped sweep, a stack of runs).
     step_fn: (state, batch, key, step) -> (state, dict of metrics); pure. `key` is this
-      step's key, `fold_in(root, step)`: derive named streams with
+      step's key, `rng.stream(root, "step", step)`: derive named streams with
       `lib.core.rng.stream(key, name)`.
     workdir: where metrics.jsonl, config.json and ckpt/ go; resumed from if it holds a
       checkpoint. Local or gs://.

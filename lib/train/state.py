@@ -31,8 +31,9 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation):
   """Returns `train_step(state, batch, key) -> (state, metrics)`, pure and unjitted.
 
   Metrics hold the loss, the aux metrics, and the L2 norms of gradients, updates and
-  parameters (big_vision's defaults). Wrap it with `jax.jit(..., donate_argnums=0)` or
-  scan it, as `lib.train.train` does.
+  parameters (big_vision's defaults). Wrap it with `jax.jit(..., donate_argnums=0)`, or
+  hand it to `lib.train.train`, whose steps also take the step number:
+  `lambda state, batch, key, step: train_step(state, batch, key)` (as `fit` does).
   """
 
   def train_step(state: TrainState, batch, key):

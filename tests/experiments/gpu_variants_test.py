@@ -53,6 +53,11 @@ def test_the_gpu_tier_selects_gpu_variants():
   runs = {c.run_name for c in reproduce.at_tier(claims_lib.all_claims(), "gpu")}
   assert runs == set(config.expected_seconds)
   assert reproduce_config.get_config("gpu,smoke").smoke
+  # The CPU tier is the default and may be named, as every config's `quick`.
+  assert reproduce_config.get_config("").tier == "quick"
+  assert reproduce_config.get_config("quick,smoke").tier == "quick"
+  with pytest.raises(ValueError, match="'quick' or 'gpu'"):
+    reproduce_config.get_config("paper")
 
 
 @pytest.mark.parametrize("experiment,arg", _GPU_RUNS)

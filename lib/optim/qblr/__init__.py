@@ -64,6 +64,7 @@ from lib.optim.qblr.normal_gamma import pi_jacobian
 from lib.optim.qblr.normal_gamma import project
 from lib.optim.qblr.normal_gamma import quotient_metric
 from lib.optim.qblr.normal_gamma import vertical
+from lib.optim.qblr.student_t import NU_MAX
 from lib.optim.qblr.student_t import sample_student_t
 from lib.optim.qblr.student_t import student_t_entropy
 from lib.optim.qblr.student_t import student_t_fisher

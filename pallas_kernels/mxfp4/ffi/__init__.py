@@ -12,6 +12,7 @@ Large Language Models", NeurIPS 2025.
 from pallas_kernels.mxfp4.ffi._loader import FfiLibraryNotBuiltError
 from pallas_kernels.mxfp4.ffi._loader import available
 from pallas_kernels.mxfp4.ffi._loader import is_built
+from pallas_kernels.mxfp4.ffi._loader import last_cuda_gemm_path
 from pallas_kernels.mxfp4.ffi._loader import library_path
 from pallas_kernels.mxfp4.ffi._paths import BUILD_COMMAND
 from pallas_kernels.mxfp4.ffi.mx import mx_matmul
@@ -28,6 +29,7 @@ __all__ = [
   "available",
   "gemm",
   "is_built",
+  "last_cuda_gemm_path",
   "library_path",
   "mx_matmul",
   "nvfp4_gemm",
