@@ -29,7 +29,7 @@ def get_config(arg=None):
   config.lr = 1e-3
   config.weighter_lr = 1e-3
   config.taus = (0.5, 1.0, 2.0)  # DRAG temperatures
-  config.seeds = 5
+  config.seeds = 5  # seed s's key is fold_in(key, s), whatever the count
   config.train = common.train_config(log_every=25)
   if arg.variant == "quick":
     config.seeds = 4

@@ -29,7 +29,9 @@ def get_config(arg=None):
   config.learning_rate = 0.1
   config.kl_threshold = 0.1
   config.max_off_iters = 20
-  config.seeds = 8  # independent runs per objective, vmapped
+  # Independent runs per objective, vmapped; seed s's key is fold_in(key, s)
+  # (pretraining, fine-tuning and evaluation), whatever the count.
+  config.seeds = 8
   config.eval_trajectories = 64
   # Downstream: both agents in the right room at the same step (sparse).
   config.finetune = dict(epochs=40, trajectories=16, lr=1.0)
