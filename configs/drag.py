@@ -29,10 +29,16 @@ def get_config(arg=None):
   config.lr = 1e-3
   config.weighter_lr = 1e-3
   config.taus = (0.5, 1.0, 2.0)  # DRAG temperatures
-  config.seeds = 5
+  config.seeds = 5  # seed s's key is fold_in(key, s), whatever the count
   config.train = common.train_config(log_every=25)
   if arg.variant == "quick":
-    config.seeds = 4
+    # The rule: n = 2 x the largest "seeds to settle" among this run's
+    # unresolved claims in the 2026-12-05 pilot report (tau 2: 10, ran 4) =
+    # 20, CAPPED BY COST at 12: ~10.3 CPU-s a seed (4 seeds 88, 20 seeds 253
+    # CPU-s), and drag + trpe may add ~100 CPU-s (trpe's 24 seeds add 22).
+    # Seeds 0..11; seeds 0..3 keep the pilot's keys (fold_in) and its
+    # per-seed numbers bitwise.
+    config.seeds = 12
     config.iterations = 400
   if arg.variant == "gpu":
     # The GPU tier (issue 35): 12 seeds (vmapped; the quick run's coverage

@@ -87,7 +87,7 @@ def run_method(config, method: str, workdir: str) -> dict:
   pix = 16
 
   def init_one(key, setting):
-    key = jax.random.split(key, seeds)[setting["seed"]]
+    key = jax.random.fold_in(key, setting["seed"])  # not on the seed count
     k_v, k_w = jax.random.split(key)
     vp = vae.init(k_v, jnp.zeros((1, pix * pix)), rng.stream(k_v, "sample"))
     wp = weighter.init(k_w, jnp.zeros((1, pix * pix)))
@@ -104,7 +104,7 @@ def run_method(config, method: str, workdir: str) -> dict:
 
   def step_one(s, batch, key, step, setting):
     del step
-    key = jax.random.split(rng.stream(key, "drag"), seeds)[setting["seed"]]
+    key = jax.random.fold_in(rng.stream(key, "drag"), setting["seed"])
     s, loss = drag.online_iteration(
       s,
       key,

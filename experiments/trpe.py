@@ -82,7 +82,7 @@ def pretrain(config, grid, objective: str, workdir: str):
 
   def step_one(logits, batch, key, step, setting):
     del batch, step
-    key = jax.random.split(rng.stream(key, "trpe"), seeds)[setting["seed"]]
+    key = jax.random.fold_in(rng.stream(key, "trpe"), setting["seed"])
     return rl.trpe.epoch(grid, tcfg, logits, key)
 
   result = train_lib.run_sweep(
@@ -121,7 +121,7 @@ def finetune(config, grid, start_logits: dict, workdir: str):
 
   def step_one(state, batch, key, step, setting):
     del batch
-    key = jax.random.split(rng.stream(key, "reinforce"), seeds)[setting["seed"]]
+    key = jax.random.fold_in(rng.stream(key, "reinforce"), setting["seed"])
     new, success = rl.trpe.reinforce_epoch(
       grid, state["logits"], key, goal, f.trajectories, config.horizon, f.lr
     )
@@ -170,7 +170,9 @@ def evaluator(config, grid):
 
   @jax.jit
   def evaluate(logits, key):
-    return jax.vmap(one)(logits, jax.random.split(key, config.seeds))
+    seeds = jnp.arange(config.seeds)  # seed s's key: fold_in(key, s)
+    keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(seeds)
+    return jax.vmap(one)(logits, keys)
 
   return lambda logits, key: {
     k: np.asarray(v) for k, v in evaluate(logits, key).items()

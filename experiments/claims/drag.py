@@ -2,7 +2,7 @@
 
 Ours: a point in a U-maze observed as 16 x 16 rendered images, 8 walkers
 reaching goals imagined from the beta-VAE prior by a scripted greedy
-controller (the representation is isolated from RL), 400 iterations, 4
+controller (the representation is isolated from RL), 400 iterations, 12
 seeds; RIG (uniform weights), Skew-Fit (alpha = -1) and DRAG (neural
 KL-DRO weighter) at tau in {0.5, 1, 2}. The DRAG objective is the standard
 KL-DRO form (inferred; no code). 95 % t intervals over seeds.
