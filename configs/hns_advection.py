@@ -58,6 +58,15 @@ def get_config(arg=None):
     # baselines get the same operator, as an input channel J u.
     config.j_stencil = "spectral"
     config.cnn.derivative_stencil = "spectral"
+    # Seeds: n = 2 x the largest "seeds to settle" among this run's
+    # unresolved claims in the 2026-12-05 pilot report (3 seeds; rollout
+    # error <= 0.05: 6; the rollout ratio to the best baseline, 45, is out of
+    # CPU reach and not sized for) = 12, capped by cost at the pilot's 3:
+    # ~20 CPU-s a seed (both models' training and rollouts; quick alone 73
+    # CPU-s at 3), so 12 would add ~180 CPU-s, past the ~100 CPU-s more
+    # granted to this run, hns_toy's and compact_memory's together (those
+    # two took ~68). Seed s's key is fold_in(key, s) (`_hns.train_runs`),
+    # whatever the count.
     config.num_seeds = 3
     # The next-step CNN is not run at this scale: with the J u channel it
     # diverged on every validation trajectory of all three seeds (finite

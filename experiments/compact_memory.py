@@ -57,7 +57,8 @@ def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
   _checks.names(config.datasets, DATASETS, "config.datasets")
   _checks.names(config.methods, METHODS, "config.methods")
-  _checks.integer(config.seeds, "config.seeds")
+  for key in ("seeds", "moons.seeds", "digits.classes_per_task"):
+    _checks.integer(config[key], f"config.{key}")
   _checks.integer(config.data_seed, "config.data_seed", minimum=0)
   _checks.number(config.delta, "config.delta", above=0)
   if not set(SEQUENTIAL) & set(config.methods):
@@ -88,9 +89,6 @@ def check_config(config) -> None:
     _checks.one_of(
       c.beta_clamp, continual.BETA_CLAMPS, f"config.{name}.beta_clamp"
     )
-  _checks.integer(
-    config.digits.classes_per_task, "config.digits.classes_per_task"
-  )
   _checks.fraction(config.digits.test_fraction, "config.digits.test_fraction")
   if "file" in config.datasets:
     if not config.feature_file:
@@ -106,13 +104,14 @@ def load_dataset(config, name: str):
   """(Tasks, settings) of one dataset, checked (a one-line error)."""
   d, m = config.digits, config.moons
   # The feature file (CLIP-like features) follows the Split-CIFAR script.
-  spec = dict(init="random", steps=config.steps_per_task)
+  spec = dict(init="random", steps=config.steps_per_task, seeds=config.seeds)
   spec.update(em_iters=config.em_iters, clamp=d.beta_clamp)
   if name == "moons":
     tasks = continual.four_moons(
       n=m.n, noise=m.noise, degree=m.degree, seed=config.data_seed
     )
     spec.update(lr=m.lr, sizes=m.memory_sizes, init=m.compact_init)
+    spec.update(seeds=m.seeds)  # the demo's own seed count
     spec.update(steps=m.steps_per_task, em_iters=m.em_iters, clamp=m.beta_clamp)
   elif name == "digits":
     split = dict(test_fraction=d.test_fraction, seed=config.data_seed)
@@ -144,7 +143,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   tx = optax.adam(spec["lr"])
   data = dict(x=x, y=y, m=m, sizes=np.asarray(sizes, np.int32))
   data["picks"] = continual.balanced_picks(
-    tasks.y_train, sizes, config.seeds, config.train.seed
+    tasks.y_train, sizes, spec["seeds"], config.train.seed
   )
   data["test"] = (np.asarray(tasks.x_test, float), np.int32(tasks.y_test))
   data["all"] = (x.reshape(-1, d), y.reshape(-1), m.reshape(-1))  # batch
@@ -208,7 +207,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     config.train, n_tasks * steps, checkpoint_every=steps
   )
   common = dict(config=train_config, data=data, eval_one=eval_one, name=name)
-  seeds = range(config.seeds)
+  seeds = range(spec["seeds"])
 
   def sweep(methods, where):
     """(state, {eval: final}, diverged) of methods x memory x seed."""
@@ -255,7 +254,7 @@ def run_dataset(config, name, workdir, loaded) -> tuple[dict, dict]:
   )
   methods = [mt for mt in SEQUENTIAL if mt in config.methods]
   # Host copies, shaped [method, size, seed, ...]: summaries are numpy only.
-  shape = (len(methods), len(sizes), config.seeds)
+  shape = (len(methods), len(sizes), spec["seeds"])
   state = jax.tree.map(lambda a: a.reshape(shape + a.shape[1:]), state)
   acc = dict(zip(methods, evals["test_acc"].reshape(shape)))
   learner = state["learner"]

@@ -4,12 +4,12 @@ Our CPU stand-in for Split-ImageNet is class-incremental Split-digits (5 tasks
 x 2 classes, 65-d pixel features, memory per task 2 / 5 / 10 / 20 = 0.8 / 2 /
 4 / 8 % of the data it summarises). Every comparison is paired per seed (same
 start, same memory points for replay, random K-prior and the EM start of the
-compact memory), with a 95 % t interval over 3 seeds; a row holds only when
-the whole interval passes. Baselines: replay, the official K-prior with random
-points (L2 towards 0), the same anchored at the previous task's weights
-(ours), and batch training as the upper bound. Four moons follows the
-official notebook (only the memory's beta clamped), Split-digits the
-Split-CIFAR script.
+compact memory), with a 95 % t interval over 3 seeds (four moons: 4); a row
+holds only when the whole interval passes. Baselines: replay, the official
+K-prior with random points (L2 towards 0), the same anchored at the previous
+task's weights (ours), and batch training as the upper bound. Four moons
+follows the official notebook (only the memory's beta clamped), Split-digits
+the Split-CIFAR script.
 """
 
 from experiments.claims.report import NO_PAPER_VALUE

@@ -13,7 +13,7 @@ _PAPER = dict(paper="hns", config="quick")
 _TOY_TUNING = (
   "Both models get the same budget: 3 learning rates at seed 0, the rate "
   "picked per model by its derivative MSE on a separate selection set, and "
-  "seeds 0-2 at that rate, 1k steps each (paper variant: 10k); ours is the "
+  "seeds 0-9 at that rate, 1k steps each (paper variant: 10k); ours is the "
   "geometric mean over seeds [95% t-interval]."
 )
 

@@ -131,6 +131,11 @@ def test_config_errors_name_the_key(tmp_path):
     config.steps_per_task = 15
   with pytest.raises(errors.ConfigError, match="steps_per_task"):
     compact_memory.run(config, str(tmp_path / "b"))
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.moons.seeds = 0  # the four-moons demo's own seed count
+  with pytest.raises(errors.ConfigError, match=r"config\.moons\.seeds=0"):
+    compact_memory.run(config, str(tmp_path / "c"))
 
 
 def test_feature_file_trains(tmp_path):
