@@ -47,6 +47,11 @@ def get_config(arg=None):
   config.freeze_also = ("embed", "head", "norm")
   config.train = common.train_config(log_every=200)
   if arg.variant == "quick":
+    # Seed s's key is fold_in(key, s) (init and batches), whatever the count.
+    # The rule (2 x the most "seeds to settle" among the unresolved claims of
+    # the 2026-12-05 pilot report: 6, 14, 6) gives 28, or 12 for two of the
+    # three; capped by cost at the pilot's 3: a seed costs ~40 CPU-s (162
+    # CPU-s at 3), and the seed budget went to sadl's MLP.
     config.seeds = 3
     config.batch_size = 32
     config.pretrain.steps = 1000

@@ -172,12 +172,12 @@ def train_phase(config, tools, phase: str, workdir, start=None, masks=None):
 
   def init_one(key, s):
     if start is None:
-      params = llama.init(jax.random.split(key, seeds)[s["seed"]], seq)
+      params = llama.init(jax.random.fold_in(key, s["seed"]), seq)
     else:
       params = jax.tree.map(lambda x: jnp.asarray(x)[s["seed"]], start)
     return train_lib.create_state(params, tx)
 
-  def batch_fn(pools, key, step):  # [S, batch, ...]: each seed its own
+  def batch_fn(pools, key, step):  # [S, batch, ...]: seed s's from fold_in
     def one(k):
       parts = []
       for (name, n), kk in zip(sizes.items(), jax.random.split(k)):
@@ -186,7 +186,8 @@ def train_phase(config, tools, phase: str, workdir, start=None, masks=None):
         parts += [(tok[idx], mask[idx])] if n else []
       return tuple(jnp.concatenate(x) for x in zip(*parts))
 
-    return jax.vmap(one)(jax.random.split(key, seeds))
+    seed_keys = jax.vmap(partial(jax.random.fold_in, key))(jnp.arange(seeds))
+    return jax.vmap(one)(seed_keys)
 
   def step_one(state, batch, key, step, s):
     batch = jax.tree.map(lambda x: x[s["seed"]], batch)

@@ -18,7 +18,7 @@ _SCALE = (
 )
 _MLP = (
   "MLP 64-64-10 (d = 4810) on 8-client digits, K = 5 local SGD steps, 300 "
-  "rounds, 3 seeds paired across methods (mean [95% t-interval]); each "
+  "rounds, 22 seeds paired across methods (mean [95% t-interval]); each "
   "method at the best of its 3 server lrs by final train loss (mean over "
   "seeds), accuracy read on the test split. A small model, where spec B.5 "
   "already found SADL only on par with sketched SGD."
