@@ -2,6 +2,7 @@
 
 import ast
 import os
+import pathlib
 
 import pytest
 
@@ -13,7 +14,7 @@ _THIRD_PARTY_OK = None  # any non-project module
 
 def _project_imports(path):
   """Top-level project modules imported by a file, as dotted names."""
-  tree = ast.parse(open(path).read(), path)
+  tree = ast.parse(pathlib.Path(path).read_text(), path)
   names = []
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
@@ -28,7 +29,7 @@ def _project_imports(path):
 
 
 def _all_imports(path):
-  tree = ast.parse(open(path).read(), path)
+  tree = ast.parse(pathlib.Path(path).read_text(), path)
   out = []
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
@@ -107,7 +108,7 @@ def test_only_experiments_define_flags():
   bad = []
   for top in ("lib", "configs", "pallas_kernels"):
     for rel, path in _sources(top):
-      text = open(path).read()
+      text = pathlib.Path(path).read_text()
       if "flags.DEFINE" in text or "FLAGS." in text:
         bad.append(rel)
   assert not bad, f"flags outside experiments/: {bad}"

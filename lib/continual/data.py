@@ -205,7 +205,8 @@ def load_feature_file(path: str, **kwargs) -> Tasks:
       f"expected {expected}"
     )
   try:
-    with np.load(path, allow_pickle=False) as f:
+    # Our own handle: np.load leaks the one it opens when the zip is damaged.
+    with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:
       missing = [k for k in FEATURE_KEYS if k not in f]
       if missing:
         raise errors.ConfigError(

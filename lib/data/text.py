@@ -94,12 +94,13 @@ def load_token_file(path: str) -> np.ndarray:
       not token ids of this vocabulary.
   """
   try:
-    arr = np.load(path, allow_pickle=False)
-    if isinstance(arr, np.lib.npyio.NpzFile):
-      with arr:
-        if not arr.files:
-          raise errors.ConfigError(f"token file {path!r} holds no array")
-        arr = arr[arr.files[0]]
+    with open(path, "rb") as fh:  # np.load leaks its own on a damaged zip
+      arr = np.load(fh, allow_pickle=False)
+      if isinstance(arr, np.lib.npyio.NpzFile):
+        with arr:
+          if not arr.files:
+            raise errors.ConfigError(f"token file {path!r} holds no array")
+          arr = arr[arr.files[0]]
   except (OSError, ValueError, EOFError) as e:
     first = (str(e).splitlines() or [type(e).__name__])[0]
     if "pickle" in first:

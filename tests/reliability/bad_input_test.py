@@ -21,6 +21,7 @@ whether the input gave a traceback or a silently wrong result.
 
 import collections
 import os
+import pathlib
 import re
 import shutil
 import socket
@@ -625,7 +626,7 @@ IN_PROCESS = [
     "features_as_csv",
     "feature file",
     lambda t: _compact(
-      t, save=lambda p: open(p, "w").write("1,2,3\n"), name="f.csv"
+      t, save=lambda p: pathlib.Path(p).write_text("1,2,3\n"), name="f.csv"
     ),
     r"feature file '.*f\.csv' is a \.csv; expected an \.npz with arrays "
     r"features \[N, d\], labels \[N\], task_ids \[N\]",
@@ -683,7 +684,7 @@ IN_PROCESS = [
     "features_npz_truncated",
     "feature file",
     lambda t: _compact(
-      t, save=lambda p: open(p, "wb").write(b"PK\x03\x04 cut short")
+      t, save=lambda p: pathlib.Path(p).write_bytes(b"PK\x03\x04 cut short")
     ),
     r"f\.npz' is not a readable \.npz",
   ),
