@@ -1,6 +1,6 @@
 r"""Compact memory for continual logistic regression (K-prior + PPCA-EM).
 
-Run (the CPU reproduction, < 1 min on 2 cores):
+Run (the CPU reproduction, ~3 min on 2 cores):
   python -m experiments.compact_memory --config configs/compact_memory.py:quick \
     --workdir runs/compact_memory
 Variants: (default) more steps, EM iterations and seeds;

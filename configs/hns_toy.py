@@ -1,6 +1,6 @@
 r"""HNS H0: learning toy functionals and their functional derivatives (Table 1).
 
-Run (the CPU reproduction, ~1 min on 2 cores):
+Run (the CPU reproduction, ~2 min on 2 cores):
   python -m experiments.hns_toy --config configs/hns_toy.py:quick \
     --workdir runs/hns_toy
 Variants: (default) the paper's setting (100 train / 10 validation quadratics
