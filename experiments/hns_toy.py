@@ -196,12 +196,10 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
 
   lrs = [float(lr) for lr in config.lrs]
   params, evals, finite, losses = stage("lr_sweep", lrs, [0] * len(lrs))
-  score = np.where(
-    finite & np.isfinite(evals["select_grad_mse"]),
-    evals["select_grad_mse"],
-    np.inf,
-  )
-  best = int(np.argmin(score))
+  best = train_lib.select_best(evals["select_grad_mse"], diverged=~finite)
+  if best is None:  # Reported as diverged below (seed_finite, per_seed).
+    logging.warning("%s: every lr diverged; reporting lr %g", label, lrs[0])
+    best = 0
   chosen = lrs[best]
   per_seed = [{k: float(v[best]) for k, v in evals.items()}]
   seed_finite = [bool(finite[best])]

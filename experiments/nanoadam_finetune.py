@@ -206,7 +206,8 @@ def summarize_method(config, s, old_acc_pre) -> dict:
   new, old = s["new_acc"].mean(1), s["old_acc"].mean(1)
   forget = old_acc_pre - old
   loss = s["train_loss"].mean(1)
-  best = train_lib.select_best(loss, diverged=s["diverged"].any(1))
+  means, _ = stats_lib.mean_over_seeds(s["train_loss"], diverged=s["diverged"])
+  best = train_lib.select_best(means)
   seed = [  # The lr selected on each seed's own training loss.
     train_lib.select_best(loss_k, diverged=bad_k)
     for loss_k, bad_k in zip(s["train_loss"].T, s["diverged"].T)

@@ -265,8 +265,9 @@ def _summarise(name, c, result, grid):
   """Picks the step size with the best mean final training ELBO."""
   names, shape = list(grid), (len(grid), -1)  # [step size, split]
   ev = {k: result.evals[k][-1].reshape(shape) for k in result.evals}
-  ok = (result.diverged_at < 0).reshape(shape) & np.isfinite(ev["elbo"])
-  elbo = np.where(ok.all(1), ev["elbo"].mean(1), -np.inf)
+  diverged = (result.diverged_at >= 0).reshape(shape)
+  elbo, ok = stats_lib.mean_over_seeds(ev["elbo"], diverged=diverged)
+  elbo = np.where(np.isnan(elbo), -np.inf, elbo)
   per = {}
   for g, gname in enumerate(names):
     acc, frac = float(np.mean(ev["acc_mean"][g])), float(ok[g].mean())

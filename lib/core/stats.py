@@ -6,6 +6,8 @@ validation trajectory) is this interval of the per-unit differences.
 
 import numpy as np
 
+from lib.core import errors
+
 
 def mean_interval(samples, level: float = 0.95):
   """Mean of independent samples and its two-sided Student-t interval.
@@ -40,6 +42,39 @@ def band(samples, level: float = 0.95) -> dict:
   mean, lo, hi = mean_interval(samples, level)
   values = [float(v) for v in np.asarray(samples, np.float64).reshape(-1)]
   return {"mean": mean, "lo": lo, "hi": hi, "seeds": values}
+
+
+def mean_over_seeds(values, *, diverged=None):
+  """Each setting's mean over its seeds, NaN unless every seed is usable.
+
+  The rule our experiments choose a setting (an lr, a step size) by: a setting
+  whose any seed diverged or ended non-finite is disqualified, whatever its
+  other seeds did, so a choice never rests on the seeds that happened to
+  survive. `select_best` of the means then never picks it:
+
+      means, ok = stats.mean_over_seeds(result.final("loss"),
+                                        diverged=result.diverged)
+      best = lib.train.select_best(means)   # None when every setting is out
+
+  Args:
+    values: [settings, seeds] final values of the selection metric. The mean
+      is taken in their dtype.
+    diverged: optional bool [settings, seeds], True where a member diverged.
+
+  Returns:
+    (means [settings], ok [settings, seeds]): ok marks the usable seeds
+    (finite and not diverged); means is NaN where a row is not all ok.
+  """
+  x = np.asarray(values)
+  if x.ndim != 2:
+    raise errors.ShapeError(
+      f"values must be [settings, seeds], got shape {x.shape}"
+    )
+  ok = np.isfinite(x)
+  if diverged is not None:
+    ok &= ~np.asarray(diverged, bool).reshape(x.shape)
+  means = np.where(ok.all(1), np.where(ok, x, 0).mean(1), np.nan)
+  return means, ok
 
 
 def paired_difference(a, b, level: float = 0.95, sign: float = 1.0) -> dict:

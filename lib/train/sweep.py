@@ -11,8 +11,9 @@ the runtime's checkpoints, bitwise resume, SIGTERM handling and metric rows:
         init_one, step_one, settings, workdir=..., config=..., data=data,
         eval_one=eval_one)
     acc = result.final("accuracy")      # shape (3, 5): the grid's shape
-    best = sweep.select_best(acc.mean(1), diverged=result.diverged.any(1),
-                             lower_is_better=False)
+    # Mean over seeds; an lr with a diverged seed is out (lib.core.stats).
+    means, _ = stats.mean_over_seeds(acc, diverged=result.diverged)
+    best = sweep.select_best(means, lower_is_better=False)
 
 Each member's functions see its own setting as a dict of traced scalars:
 `init_one(key, setting)`, `step_one(member, batch, key, step, setting)` and

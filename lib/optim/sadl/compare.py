@@ -287,10 +287,10 @@ def lr_scores(final, nonfinite):
     (scores [lrs], ok [lrs, seeds]): an lr with a diverged seed scores +inf,
     so it loses to any lr whose seeds all stayed finite.
   """
-  values = np.asarray(final, np.float64)
-  ok = (np.asarray(nonfinite) == 0) & np.isfinite(values)
-  scores = np.where(ok.all(1), np.where(ok, values, 0).mean(1), np.inf)
-  return scores, ok
+  means, ok = stats.mean_over_seeds(
+    np.asarray(final, np.float64), diverged=np.asarray(nonfinite) != 0
+  )
+  return np.where(np.isnan(means), np.inf, means), ok
 
 
 def chosen_row(index, *, lrs, scores, ok, nonfinite, metric: str) -> dict:

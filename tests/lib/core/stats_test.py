@@ -3,7 +3,9 @@
 import math
 
 import numpy as np
+import pytest
 
+from lib.core import errors
 from lib.core import stats
 
 
@@ -29,3 +31,29 @@ def test_ratio_interval_is_the_geometric_mean_of_paired_ratios():
   ratio, lo, hi = stats.ratio_interval([2.0, 8.0], [1.0, 1.0])
   np.testing.assert_allclose(ratio, 4.0, rtol=1e-12)
   assert lo < 4.0 < hi
+
+
+def test_mean_over_seeds_disqualifies_a_setting_with_any_bad_seed():
+  values = np.array(
+    [
+      [0.5, 0.25, np.nan],  # a non-finite seed: out
+      [1.0, 2.0, 3.0],  # diverged on its last seed (below): out
+      [4.0, 0.5, 1.5],  # usable: (4 + 0.5 + 1.5) / 3 = 2
+      [0.75, 0.25, 0.5],  # usable: 0.5
+    ]
+  )
+  diverged = np.zeros((4, 3), bool)
+  diverged[1, 2] = True
+  means, ok = stats.mean_over_seeds(values, diverged=diverged)
+  np.testing.assert_array_equal(means, [np.nan, np.nan, 2.0, 0.5])
+  np.testing.assert_array_equal(ok.sum(1), [2, 2, 3, 3])
+  # Without the divergence flags the second row counts: its mean is 2 too.
+  means, _ = stats.mean_over_seeds(values)
+  np.testing.assert_array_equal(means, [np.nan, 2.0, 2.0, 0.5])
+
+
+def test_mean_over_seeds_keeps_the_dtype_and_wants_two_axes():
+  x = np.array([[1.5, 2.5]], np.float32)
+  assert stats.mean_over_seeds(x)[0].dtype == np.float32
+  with pytest.raises(errors.ShapeError, match=r"\[settings, seeds\]"):
+    stats.mean_over_seeds([1.0, 2.0])
