@@ -40,6 +40,11 @@ def quest_continuous(x: jax.Array) -> jax.Array:
 
   The MSE-optimal Gaussian clip of the FP4 grid; dequantized fp32 values.
   """
+  if x.ndim < 1 or x.shape[-1] % reference.GROUP:
+    raise errors.ShapeError(
+      f"MXFP4 quantizes along the last axis in groups of {reference.GROUP}: "
+      f"got shape {x.shape}"
+    )
   g = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, reference.GROUP)
   sigma = jnp.std(g, axis=-1, keepdims=True)
   s = reference.QUEST_SIGMA_SCALE * sigma + reference.QUEST_EPS

@@ -120,6 +120,10 @@ def quartet_linear(
     forward = FORWARD_MODES[fmt][0]
   _check_args(x, w, forward, backward, implementation, fmt)
   lead = x.shape[:-1]
+  if x.size == 0 or w.size == 0:
+    # No tokens, or K or N = 0: the product is all zeros (its shape may be
+    # empty), and so is every gradient; the FP4 groups would divide by zero.
+    return jnp.zeros((*lead, w.shape[0]), x.dtype)
   x2 = x.reshape(-1, x.shape[-1])
   t = x2.shape[0]
   pad = -t % GROUP

@@ -192,3 +192,22 @@ def test_non_finite_input_poisons_only_its_rows():
   y = jax.jit(quant.quartet_linear)(x, w, jax.random.key(0))
   assert np.all(np.isnan(y[5]))
   assert np.all(np.isfinite(np.delete(np.asarray(y), 5, axis=0)))
+
+
+@pytest.mark.parametrize(
+  "x_shape,w_shape",
+  [((0, 64), (32, 64)), ((2, 0, 64), (32, 64)), ((8, 0), (32, 0))],
+)
+def test_empty_operands_give_the_empty_product(x_shape, w_shape):
+  # An empty batch (or K = 0): y = x W^T and dW = e^T x are zeros of their
+  # shapes, as for jnp.dot (the FP4 groups used to divide by zero).
+  x, w = jnp.ones(x_shape), jnp.ones(w_shape)
+
+  def loss(x, w):
+    return jnp.sum(quant.quartet_linear(x, w, jax.random.key(0)) ** 2)
+
+  y = quant.quartet_linear(x, w, jax.random.key(0))
+  np.testing.assert_array_equal(y, np.zeros((*x_shape[:-1], w_shape[0])))
+  dx, dw = jax.jit(jax.grad(loss, (0, 1)))(x, w)
+  np.testing.assert_array_equal(dx, np.zeros(x_shape))
+  np.testing.assert_array_equal(dw, np.zeros(w_shape))
