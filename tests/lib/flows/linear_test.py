@@ -61,3 +61,28 @@ def test_bad_kind_and_channels():
   p = layer.init(jax.random.key(0))
   with pytest.raises(ShapeError, match="expected 4"):
     layer.inverse(p, jnp.ones((2, 3)))
+
+
+@pytest.mark.parametrize(
+  "kind,implementation",
+  [("dense", None), ("cd", "fft"), ("cd", "dense"), ("cd3", "auto")],
+)
+def test_bf16_input_maps_like_float32(kind, implementation):
+  # jnp.fft and slogdet/inv have no bf16: a bf16 batch raised there (or, for
+  # CD, only on the FFT path, so the result hung on the batch size). Now
+  # it maps in float32: W x against the dense matrix in f64.
+  n = 6
+  kw = {} if implementation is None else {"implementation": implementation}
+  layer = flows.make_linear(kind, n, **kw)
+  p = perturbed(layer.init(jax.random.key(0), None), seed=1)
+  x = jax.random.normal(jax.random.key(2), (8, n)).astype(jnp.bfloat16)
+  y, ld = jax.jit(layer.forward_and_log_det)(p, x)
+  x_back, ild = jax.jit(layer.inverse_and_log_det)(p, y)
+  w = np.asarray(layer.dense_matrix(p), np.float64)
+  x64 = np.asarray(x, np.float64)
+  assert y.dtype == jnp.float32
+  np.testing.assert_allclose(y, x64 @ w.T, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(x_back, x64, rtol=1e-5, atol=1e-5)
+  ref = np.linalg.slogdet(w)[1]
+  np.testing.assert_allclose(np.asarray(ld, np.float64), ref, rtol=1e-2)
+  np.testing.assert_allclose(np.asarray(ild, np.float64), -ref, rtol=1e-2)
