@@ -345,6 +345,17 @@ def test_bytes_per_client_per_round():
   assert (f.bytes_up, f.bytes_down) == (360, 80)
 
 
+def test_init_state_names_a_params_dict():
+  # A flax params dict used to be reported as "got ()" (its np.shape).
+  method = sadl.sadl(dim=18, sketch_size=8, learning_rate=0.1)
+  params = {"w": jnp.zeros((5, 3)), "b": jnp.zeros(3)}
+  with pytest.raises(ShapeError, match="got a dict: flatten.*ravel_pytree"):
+    sadl.init_state(method, params)
+  flat, _ = ravel_pytree(params)
+  state = sadl.init_state(method, flat)
+  np.testing.assert_array_equal(state.params, np.zeros(18))
+
+
 def test_sketch_size_not_below_dimension_is_an_error():
   with pytest.raises(ConfigError, match="smaller than the model dimension"):
     sadl.sadl(dim=64, sketch_size=64, learning_rate=0.1)
