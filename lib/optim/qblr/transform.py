@@ -109,7 +109,9 @@ def qng(
   """Quotient natural gradient on Normal-Gamma natural parameters.
 
   `updates` are the Euclidean gradients of a loss to *minimise* with respect
-  to the natural parameters, e.g. jax.grad(lambda lm: -elbo(project(lm))).
+  to the natural parameters, e.g. jax.grad(lambda lm: -mean_loglik(x,
+  project(lm))) (the Student-t MLE; `elbo` takes a `Posterior`:
+  -elbo(student_t_posterior(project(lm)), key, log_joint, num_samples=n)).
   The returned update is -s * g_perp with g = F^-1 grad (the lifted natural
   gradient), g_perp its horizontal projection, and s the step size after the
   domain guard, so that optax.apply_updates lands inside the domain.
