@@ -60,8 +60,17 @@ def fake_quantize(
   Args:
     x: [..., C], C % 32 == 0.
     method: one of FAKE_QUANT_METHODS.
-    key: PRNG key for the stochastic methods.
+    key: PRNG key for the stochastic methods ("absmax_sr",
+      "absmax_sr_hadamard"; required there).
+
+  Raises:
+    ConfigError: an unknown method, or a stochastic one without a key.
+    ValueError: C not a multiple of 32.
   """
+  if key is None and method in ("absmax_sr", "absmax_sr_hadamard"):
+    raise errors.ConfigError(
+      f"fake_quantize method {method!r} rounds stochastically: pass a key"
+    )
   seed = reference.seed_from_key(key) if key is not None else None
   if method == "ocp":
     return reference.dequantize(reference.quantize_ocp(x))
