@@ -303,7 +303,9 @@ def nanoadam(
     if final_density is not None:
       upd = jnp.where(active, upd, 0)
     full = jnp.zeros(p.size, upd.dtype).at[idx].set(upd).reshape(p.shape)
-    return full.astype(g.dtype), NanoAdamLeaf(idx, mu, nu, count, k)
+    # The dtype optax.adam returns (the dense path): bf16 grads of f32
+    # weights give f32 updates, not updates rounded to bf16.
+    return full, NanoAdamLeaf(idx, mu, nu, count, k)
 
   def update_fn(updates, state, params=None):
     if params is None:

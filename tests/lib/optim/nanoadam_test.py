@@ -271,3 +271,23 @@ def test_inject_hyperparams_with_density_static():
   with pytest.raises(ConfigError, match="static_args"):
     tx = optax.inject_hyperparams(na.nanoadam)(learning_rate=1e-2, density=0.5)
     tx.init(params)
+
+
+def test_bf16_grads_of_f32_weights_give_f32_updates():
+  # Mixed precision: optax.adam (and NanoAdam's dense path) return f32
+  # updates; the masked path rounded them to the grads' bf16. Oracle: on the
+  # selected entries the first step is optax.adam's on the same grads.
+  params = _params()
+  grads = jax.tree.map(lambda p: jnp.cos(3 * p).astype(jnp.bfloat16), params)
+  tx = na.nanoadam(1e-2, density=0.25)
+  upd, state = jax.jit(tx.update)(grads, tx.init(params), params)
+  adam = optax.adam(1e-2)
+  want, _ = jax.jit(adam.update)(grads, adam.init(params), params)
+  for name in params:
+    assert upd[name].dtype == jnp.float32
+    idx = np.asarray(state.leaves[name].indices)
+    got = np.ravel(np.asarray(upd[name]))
+    np.testing.assert_allclose(
+      got[idx], np.ravel(np.asarray(want[name]))[idx], rtol=1e-6
+    )
+    assert np.count_nonzero(got) == idx.size
