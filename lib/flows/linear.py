@@ -114,7 +114,14 @@ class LULinear(_ChannelMap):
     upper = jnp.triu(params["upper"].astype(dtype), 1) + jnp.diag(
       diag.astype(dtype)
     )
-    perm = jax.lax.stop_gradient(params["perm"]).astype(dtype)
+    # The permutation from its matrix's row argmax, as `sign` through
+    # jnp.sign: an optimizer that decays every leaf (optax.adamw) shrinks
+    # the stored 0/1 matrix, which must not scale the map.
+    perm = jax.nn.one_hot(
+      jnp.argmax(jax.lax.stop_gradient(params["perm"]), axis=-1),
+      n,
+      dtype=dtype,
+    )
     return perm, lower, upper
 
   def dense_matrix(self, params):
