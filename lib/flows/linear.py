@@ -22,6 +22,11 @@ from lib.flows import base
 from lib.flows.cd_linear import CDLinear
 
 
+def _linalg_dtype(dtype):
+  """slogdet/inv/solve have no bf16/f16: those inputs use a float32 W."""
+  return jnp.promote_types(dtype, jnp.float32)
+
+
 def _random_rotation(key, n):
   """Random orthogonal n x n matrix (Glow's 1x1-conv init, log|det| = 0)."""
   q, _ = jnp.linalg.qr(jax.random.normal(key, (n, n)))
@@ -61,12 +66,12 @@ class DenseLinear(_ChannelMap):
 
   def forward_and_log_det(self, params, x):
     self._check(x)
-    w = params["weight"].astype(x.dtype)
+    w = params["weight"].astype(_linalg_dtype(x.dtype))
     return x @ w.T, self._ld(jnp.linalg.slogdet(w)[1], x)
 
   def inverse_and_log_det(self, params, y):
     self._check(y)
-    w = params["weight"].astype(y.dtype)
+    w = params["weight"].astype(_linalg_dtype(y.dtype))
     # One n x n inverse, then a matmul: cheaper than an LU solve per vector
     # when the batch has more vectors than channels (Glow's reverse 1x1).
     # `inverse_solve` is the textbook alternative the benchmark times.
@@ -74,7 +79,7 @@ class DenseLinear(_ChannelMap):
 
   def inverse_solve(self, params, y):
     """W^{-1} y for every vector through `jnp.linalg.solve` (no log-det)."""
-    w = params["weight"].astype(y.dtype)
+    w = params["weight"].astype(_linalg_dtype(y.dtype))
     flat = y.reshape(-1, self.num_channels).T
     return jnp.linalg.solve(w, flat).T.reshape(y.shape)
 
@@ -109,7 +114,14 @@ class LULinear(_ChannelMap):
     upper = jnp.triu(params["upper"].astype(dtype), 1) + jnp.diag(
       diag.astype(dtype)
     )
-    perm = jax.lax.stop_gradient(params["perm"]).astype(dtype)
+    # The permutation from its matrix's row argmax, as `sign` through
+    # jnp.sign: an optimizer that decays every leaf (optax.adamw) shrinks
+    # the stored 0/1 matrix, which must not scale the map.
+    perm = jax.nn.one_hot(
+      jnp.argmax(jax.lax.stop_gradient(params["perm"]), axis=-1),
+      n,
+      dtype=dtype,
+    )
     return perm, lower, upper
 
   def dense_matrix(self, params):

@@ -9,6 +9,8 @@ References:
 import flax.linen as nn
 import jax.numpy as jnp
 
+from lib.core import errors
+
 
 class Conv1D(nn.Module):
   """'SAME' zero-padded 1-D convolution as one matmul over shifted copies.
@@ -23,6 +25,10 @@ class Conv1D(nn.Module):
 
   @nn.compact
   def __call__(self, x):
+    if x.ndim != 2:
+      raise errors.ShapeError(
+        f"Conv1D takes [n, c_in], got shape {x.shape}: jax.vmap it over a batch"
+      )
     n, c_in = x.shape
     k = self.kernel_size
     kernel = self.param(
@@ -48,6 +54,11 @@ class CNN1D(nn.Module):
 
   @nn.compact
   def __call__(self, x):
+    if x.ndim != 1:
+      raise errors.ShapeError(
+        f"CNN1D classifies one series [n], got shape {x.shape}: jax.vmap it "
+        "over a batch"
+      )
     h = x[:, None]
     for c, k in zip(self.channels, self.kernel_sizes):
       h = nn.relu(Conv1D(c, k)(h))

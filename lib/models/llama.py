@@ -30,7 +30,8 @@ class LlamaConfig:
     vocab_size: tokens (256 for the byte-level corpus).
     d_model, n_layers, n_heads, mlp_hidden: sizes (d_model, mlp_hidden
       multiples of 32 when linear == "quartet").
-    max_len: longest sequence (rotary tables).
+    max_len: the longest sequence the caller plans for; recorded, not
+      enforced (rotary angles are computed for any length).
     linear: "dense" (high precision) or "quartet" (MXFP4 GEMMs).
     forward, backward, rerotate, implementation, fmt: `quartet_linear` flags
       (fmt="nvfp4" takes forward "rtn" or "bf16").
@@ -148,6 +149,11 @@ class Llama(nn.Module):
 
   Quantized linears draw their backward randomness from the "quant" rng
   stream: `apply(params, tokens, rngs={"quant": key})`.
+
+  Raises:
+    ShapeError, DTypeError: tokens that are not an integer [B, L] array.
+    ConfigError: concrete (not traced) token ids outside [0, vocab_size):
+      the embedding would give NaN above it and wrap around below 0.
   """
 
   config: LlamaConfig
@@ -155,6 +161,7 @@ class Llama(nn.Module):
   @nn.compact
   def __call__(self, tokens_BL):
     c = self.config
+    _check_tokens(tokens_BL, c.vocab_size)
     x = nn.Embed(
       c.vocab_size, c.d_model, embedding_init=nn.initializers.normal(0.02)
     )(tokens_BL)
@@ -167,6 +174,24 @@ class Llama(nn.Module):
       kernel_init=nn.initializers.normal(0.02),
       name="lm_head",
     )(x).astype(jnp.float32)
+
+
+def _check_tokens(tokens, vocab_size: int) -> None:
+  if tokens.ndim != 2:
+    raise errors.ShapeError(
+      f"Llama takes tokens [batch, length], got shape {tokens.shape} (for "
+      "one sequence, tokens[None])"
+    )
+  if not jnp.issubdtype(tokens.dtype, jnp.integer):
+    raise errors.DTypeError(f"Llama takes integer tokens, got {tokens.dtype}")
+  if isinstance(tokens, jax.core.Tracer) or tokens.size == 0:
+    return  # Values unknown inside jit.
+  lo, hi = int(jnp.min(tokens)), int(jnp.max(tokens))
+  if lo < 0 or hi >= vocab_size:
+    raise errors.ConfigError(
+      f"token ids must lie in [0, vocab_size={vocab_size}), got ids from "
+      f"{lo} to {hi}"
+    )
 
 
 def next_token_loss(logits_BLV: jax.Array, targets_BL: jax.Array) -> jax.Array:

@@ -41,16 +41,29 @@ def fwht(x: jax.Array, n: int = GROUP) -> jax.Array:
   return (y.reshape(shape) * (n**-0.5)).astype(jnp.float32)
 
 
+def _check_rotation(x, signs, method) -> None:
+  if method not in ("fwht", "matmul"):
+    raise errors.ConfigError(
+      f"unknown Hadamard method {method!r}: 'fwht' or 'matmul'"
+    )
+  if x.ndim < 1 or x.shape[-1] % GROUP:
+    raise errors.ShapeError(
+      f"the rotation acts on {GROUP}-groups of the last axis: got x of shape "
+      f"{x.shape}, whose last axis is not a multiple of {GROUP}"
+    )
+  if signs is not None and jnp.shape(signs) != (GROUP,):
+    raise errors.ShapeError(
+      f"signs must have shape ({GROUP},), got {jnp.shape(signs)}"
+    )
+
+
 def rotate(
   x: jax.Array, signs: jax.Array | None = None, *, method: str = "fwht"
 ) -> jax.Array:
   """x H diag(signs) per 32-group of the last axis ("fwht" or "matmul")."""
+  _check_rotation(x, signs, method)
   if method == "matmul":
     return reference.rotate(x, signs)
-  if method != "fwht":
-    raise errors.ConfigError(
-      f"unknown Hadamard method {method!r}: 'fwht' or 'matmul'"
-    )
   y = fwht(x)
   if signs is None:
     return y
@@ -62,6 +75,7 @@ def unrotate(
   x: jax.Array, signs: jax.Array | None = None, *, method: str = "fwht"
 ) -> jax.Array:
   """Inverse of `rotate`: x diag(signs) H (H is symmetric and orthogonal)."""
+  _check_rotation(x, signs, method)
   if method == "matmul":
     return reference.unrotate(x, signs)
   if signs is not None:

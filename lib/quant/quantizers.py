@@ -40,6 +40,11 @@ def quest_continuous(x: jax.Array) -> jax.Array:
 
   The MSE-optimal Gaussian clip of the FP4 grid; dequantized fp32 values.
   """
+  if x.ndim < 1 or x.shape[-1] % reference.GROUP:
+    raise errors.ShapeError(
+      f"MXFP4 quantizes along the last axis in groups of {reference.GROUP}: "
+      f"got shape {x.shape}"
+    )
   g = x.astype(jnp.float32).reshape(*x.shape[:-1], -1, reference.GROUP)
   sigma = jnp.std(g, axis=-1, keepdims=True)
   s = reference.QUEST_SIGMA_SCALE * sigma + reference.QUEST_EPS
@@ -55,8 +60,17 @@ def fake_quantize(
   Args:
     x: [..., C], C % 32 == 0.
     method: one of FAKE_QUANT_METHODS.
-    key: PRNG key for the stochastic methods.
+    key: PRNG key for the stochastic methods ("absmax_sr",
+      "absmax_sr_hadamard"; required there).
+
+  Raises:
+    ConfigError: an unknown method, or a stochastic one without a key.
+    ValueError: C not a multiple of 32.
   """
+  if key is None and method in ("absmax_sr", "absmax_sr_hadamard"):
+    raise errors.ConfigError(
+      f"fake_quantize method {method!r} rounds stochastically: pass a key"
+    )
   seed = reference.seed_from_key(key) if key is not None else None
   if method == "ocp":
     return reference.dequantize(reference.quantize_ocp(x))

@@ -78,6 +78,27 @@ def _check_args(x, w, forward, backward, implementation, fmt) -> None:
     )
 
 
+def _check_key(key) -> None:
+  """One PRNG key, typed or raw: the forward never reads it, so a bad one
+  would only fail inside the backward, under jax.grad."""
+  dtype = getattr(key, "dtype", None)
+  if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    if key.shape != ():
+      raise errors.ShapeError(
+        f"quartet_linear takes one PRNG key, got a key array of shape "
+        f"{key.shape} (jax.vmap over keys, or fold in a layer index)"
+      )
+    return
+  if dtype != jnp.uint32 or key.ndim != 1:
+    shape = getattr(key, "shape", None)
+    raise errors.DTypeError(
+      "quartet_linear's key must be a PRNG key (jax.random.key(seed) or "
+      f"jax.random.PRNGKey(seed)), got {type(key).__name__} of dtype {dtype} "
+      f"and shape {shape}"
+    )
+  jax.random.wrap_key_data(key)  # Names raw key data of the wrong size.
+
+
 def quartet_linear(
   x: jax.Array,
   w: jax.Array,
@@ -119,7 +140,12 @@ def quartet_linear(
   if forward is None and fmt in FORMATS:
     forward = FORWARD_MODES[fmt][0]
   _check_args(x, w, forward, backward, implementation, fmt)
+  _check_key(key)
   lead = x.shape[:-1]
+  if x.size == 0 or w.size == 0:
+    # No tokens, or K or N = 0: the product is all zeros (its shape may be
+    # empty), and so is every gradient; the FP4 groups would divide by zero.
+    return jnp.zeros((*lead, w.shape[0]), x.dtype)
   x2 = x.reshape(-1, x.shape[-1])
   t = x2.shape[0]
   pad = -t % GROUP

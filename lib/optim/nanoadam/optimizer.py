@@ -103,8 +103,32 @@ def bottom_k_mask(params, *, density: float):
 
 
 def _check_density(d, name):
+  if isinstance(d, jax.Array | np.ndarray):
+    raise ConfigError(
+      f"NanoAdam {name} must be a Python number (it sizes the state), got an "
+      f"array {d!r}: with optax.inject_hyperparams, list {name!r} in "
+      "static_args"
+    )
   if not isinstance(d, int | float) or not 0.0 < d <= 1.0:
     raise ConfigError(f"NanoAdam {name} must be in (0, 1], got {d!r}")
+
+
+def _check_interval(v, name):
+  """An int >= 1; a traced integer scalar (optax.inject_hyperparams) passes."""
+  if isinstance(v, jax.core.Tracer):
+    ok = v.ndim == 0 and jnp.issubdtype(v.dtype, jnp.integer)
+  elif isinstance(v, jax.Array | np.ndarray | np.integer):
+    ok = np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)
+    ok = ok and int(v) >= 1
+  else:
+    ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+  if not ok:
+    raise ConfigError(f"{name} must be an int >= 1, got {v!r}")
+
+
+def _is_zero(v) -> bool:
+  """True for a Python 0; an array (inject_hyperparams) is never skipped."""
+  return isinstance(v, int | float) and v == 0
 
 
 def cosine_density(
@@ -166,16 +190,15 @@ def nanoadam(
         f"final_density {final_density} must be <= density {density}: the "
         "state is sized for the initial density"
       )
+    if isinstance(total_steps, jax.Array | np.ndarray):
+      raise ConfigError(
+        f"total_steps must be a Python int, got an array {total_steps!r}: "
+        "with optax.inject_hyperparams, list it in static_args"
+      )
     if total_steps is None or total_steps <= 0:
       raise ConfigError("a density schedule needs total_steps > 0")
-  if not isinstance(mask_interval, int) or mask_interval < 1:
-    raise ConfigError(
-      f"mask_interval must be an int >= 1, got {mask_interval!r}"
-    )
-  if not isinstance(density_interval, int) or density_interval < 1:
-    raise ConfigError(
-      f"density_interval must be an int >= 1, got {density_interval!r}"
-    )
+  _check_interval(mask_interval, "mask_interval")
+  _check_interval(density_interval, "density_interval")
   if criterion not in CRITERIA:
     raise ConfigError(f"unknown criterion {criterion!r}; known: {CRITERIA}")
   if moments_on_change not in ("carry", "reset"):
@@ -274,13 +297,15 @@ def nanoadam(
     mu_hat = mu / bc1.astype(mu.dtype)
     nu_hat = nu / bc2.astype(nu.dtype)
     upd = mu_hat / (jnp.sqrt(nu_hat + 0.0) + eps)
-    if weight_decay:
+    if not _is_zero(weight_decay):
       upd = upd + weight_decay * jnp.ravel(p)[idx]
     upd = upd * (-lr)
     if final_density is not None:
       upd = jnp.where(active, upd, 0)
     full = jnp.zeros(p.size, upd.dtype).at[idx].set(upd).reshape(p.shape)
-    return full.astype(g.dtype), NanoAdamLeaf(idx, mu, nu, count, k)
+    # The dtype optax.adam returns (the dense path): bf16 grads of f32
+    # weights give f32 updates, not updates rounded to bf16.
+    return full, NanoAdamLeaf(idx, mu, nu, count, k)
 
   def update_fn(updates, state, params=None):
     if params is None:
@@ -309,7 +334,7 @@ def nanoadam(
     outs = [None] * len(g_leaves)
     for j, i in enumerate(dense_ids):
       upd = dense_upd[j]
-      if weight_decay:
+      if not _is_zero(weight_decay):
         upd = upd + weight_decay * p_leaves[i]
       s = s_leaves[i]
       leaf = NanoAdamLeaf(

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from lib.core.errors import ConfigError
 from lib.optim.qblr.normal_gamma import natural_from_student_t
 from lib.optim.qblr.normal_gamma import project
 from lib.optim.qblr.student_t import student_t_logpdf
@@ -146,6 +147,9 @@ class MLEMethod(NamedTuple):
   step: Callable
 
 
+MLE_METHODS = ("ecme", "qng", "gd", "adam")
+
+
 def mle_method(name: str, *, kappa: float, max_halvings: int) -> MLEMethod:
   """A method of the paper's Student-t MLE comparison: ecme, qng, gd or adam.
 
@@ -153,7 +157,12 @@ def mle_method(name: str, *, kappa: float, max_halvings: int) -> MLEMethod:
   the Normal-Gamma natural parameters of the lift, starting from the
   representative with kappa = `kappa` of xi0, and reads xi off by `project`.
   GD and Adam descend -l in u = (mu, log sigma^2, log nu) (`log_from_xi`).
+
+  Raises:
+    ConfigError: an unknown name.
   """
+  if name not in MLE_METHODS:
+    raise ConfigError(f"unknown MLE method {name!r}; one of {MLE_METHODS}")
   if name == "ecme":
 
     def ecme(params, opt_state, x, h):
@@ -179,7 +188,9 @@ def mle_method(name: str, *, kappa: float, max_halvings: int) -> MLEMethod:
 
 @functools.partial(jax.jit, static_argnums=range(5))
 def student_t_draws(seed: int, mu: float, sigma2: float, nu: float, n: int):
-  """n float64 draws from t_nu(mu, sigma2) with `jax.random.key(seed)`.
+  """n draws from t_nu(mu, sigma2) with `jax.random.key(seed)`.
+
+  float64 under `jax.enable_x64` (as the experiment runs), else float32.
 
   The paper's MLE data (seed 0 gives the spec's draws); one compiled program
   rather than one per eager op.

@@ -25,6 +25,8 @@ import numpy as np
 import optax
 
 from lib.core.errors import ConfigError
+from lib.core.errors import DTypeError
+from lib.core.errors import ShapeError
 from lib.optim.qblr import normal_gamma
 
 Array = jax.Array
@@ -83,6 +85,19 @@ def _is_leaf_state(x) -> bool:
   return isinstance(x, QNGLeafState)
 
 
+def _check_leaf(lam) -> None:
+  if lam.shape[-1:] != (4,):
+    raise ShapeError(
+      "qng params are Normal-Gamma natural parameters with a last axis of 4 "
+      f"(natural_from_student_t), got a leaf of shape {lam.shape}"
+    )
+  if lam.dtype not in (jnp.float32, jnp.float64):
+    raise DTypeError(
+      "qng solves a 4x4 Fisher system per coordinate, which jax does in "
+      f"float32 or float64 only: got natural parameters of dtype {lam.dtype}"
+    )
+
+
 def qng(
   learning_rate: optax.ScalarOrSchedule | None = None,
   *,
@@ -94,7 +109,9 @@ def qng(
   """Quotient natural gradient on Normal-Gamma natural parameters.
 
   `updates` are the Euclidean gradients of a loss to *minimise* with respect
-  to the natural parameters, e.g. jax.grad(lambda lm: -elbo(project(lm))).
+  to the natural parameters, e.g. jax.grad(lambda lm: -mean_loglik(x,
+  project(lm))) (the Student-t MLE; `elbo` takes a `Posterior`:
+  -elbo(student_t_posterior(project(lm)), key, log_joint, num_samples=n)).
   The returned update is -s * g_perp with g = F^-1 grad (the lifted natural
   gradient), g_perp its horizontal projection, and s the step size after the
   domain guard, so that optax.apply_updates lands inside the domain.
@@ -118,11 +135,13 @@ def qng(
   """
   if rdog == (learning_rate is not None):
     raise ConfigError("qng needs exactly one of learning_rate or rdog=True")
-  if max_halvings < 0:
+  # optax.inject_hyperparams passes max_halvings as a (traced) array.
+  if not isinstance(max_halvings, jax.core.Tracer) and max_halvings < 0:
     raise ConfigError(f"max_halvings must be >= 0, got {max_halvings}")
 
   def init_leaf(lam) -> QNGLeafState:
     lam = jnp.asarray(lam)
+    _check_leaf(lam)
     zero = jnp.zeros([], jnp.int32)
     rdog_fields = (None, None, None)
     if rdog:
@@ -137,6 +156,12 @@ def qng(
     return QNGState(jnp.zeros([], jnp.int32), jax.tree.map(init_leaf, params))
 
   def update_leaf(grad, lam, leaf: QNGLeafState, count) -> _LeafResult:
+    _check_leaf(lam)
+    if grad.shape != lam.shape:
+      raise ShapeError(
+        f"qng: a gradient of shape {grad.shape} for natural parameters of "
+        f"shape {lam.shape}"
+      )
     f = normal_gamma.fisher(lam)
     g = -jnp.linalg.solve(f, grad[..., None])[..., 0]  # ascent direction
     if project_horizontal:

@@ -29,6 +29,7 @@ References:
 
 import functools
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import NamedTuple
 
@@ -142,6 +143,12 @@ def init_state(
   Raises:
     ShapeError: params that are not a flat (d,) vector.
   """
+  if isinstance(params, Mapping):  # a params dict (flax, haiku)
+    raise errors.ShapeError(
+      f"params must be a flat ({method.dim},) vector for {method.name}, got "
+      f"a {type(params).__name__}: flatten a pytree with "
+      "jax.flatten_util.ravel_pytree (make_round_fn takes its unravel)"
+    )
   if np.ndim(params) != 1 or np.shape(params)[0] != method.dim:
     raise errors.ShapeError(
       f"params must be a flat ({method.dim},) vector for {method.name}, got "

@@ -4,8 +4,10 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lib import models
+from lib.core import errors
 
 
 def _model(linear):
@@ -76,3 +78,24 @@ def test_quartet_model_learns():
       params, val = step(params, jax.random.key(i))
       first = val if first is None else first
     assert float(val) < float(first) - 0.5, (linear, first, val)
+
+
+def test_bad_tokens_are_named():
+  # nn.Embed gathers out of range silently: NaN logits above the vocabulary,
+  # the last rows' embedding for -1. Concrete tokens are checked.
+  model, _ = _model("dense")
+  tokens = jnp.zeros((2, 8), jnp.int32)
+  params = jax.jit(model.init)(jax.random.key(1), tokens)
+  for bad in (256, -1):
+    with pytest.raises(errors.ConfigError, match="vocab_size=256"):
+      model.apply(params, tokens.at[1, 3].set(bad))
+  with pytest.raises(errors.ShapeError, match="tokens\\[None\\]"):
+    model.apply(params, tokens[0])
+  with pytest.raises(errors.DTypeError, match="integer"):
+    model.apply(params, tokens.astype(jnp.float32))
+  # In range, eager and jitted agree (the check reads, never changes, them).
+  np.testing.assert_allclose(
+    model.apply(params, tokens + 255),
+    jax.jit(model.apply)(params, tokens + 255),
+    atol=1e-6,
+  )

@@ -2,8 +2,10 @@
 
 import jax
 import numpy as np
+import pytest
 
 from lib import models
+from lib.core import errors
 
 
 def test_conv1d_is_same_padded_cross_correlation():
@@ -38,3 +40,15 @@ def test_mlp_is_relu_layers_then_a_linear_head():
   out = h @ p["Dense_2"]["kernel"] + p["Dense_2"]["bias"]
   got = jax.jit(mlp.apply)({"params": p}, x)
   np.testing.assert_allclose(got, out, rtol=1e-5, atol=1e-6)
+
+
+def test_cnn1d_names_a_batched_input():
+  # One series [n] per call (vmap for a batch); a batch [B, n] was an
+  # unpacking error inside Conv1D.
+  cnn = models.CNN1D(channels=(4,), kernel_sizes=(3,), num_classes=2)
+  x = np.ones((3, 20), np.float32)
+  params = cnn.init(jax.random.key(0), x[0])
+  with pytest.raises(errors.ShapeError, match="vmap"):
+    cnn.apply(params, x)
+  batched = jax.vmap(lambda s: cnn.apply(params, s))(x)
+  np.testing.assert_allclose(batched[1], cnn.apply(params, x[1]), rtol=1e-6)

@@ -1,5 +1,6 @@
 """NanoAdam oracles (extended spec section 1)."""
 
+import functools
 import inspect
 
 import jax
@@ -245,3 +246,48 @@ def test_bad_input_errors():
   with pytest.raises(ConfigError, match="params"):
     tx = na.nanoadam(1e-3, density=0.2)
     tx.update(_params(), tx.init(_params()))
+
+
+def test_inject_hyperparams_with_density_static():
+  # optax.inject_hyperparams turns every numeric argument (defaults too) into
+  # an array, traced under jit: mask_interval and weight_decay must work so.
+  params = _params()
+  inject = optax.inject_hyperparams(na.nanoadam, static_args="density")
+  # Oracle at density 1: optax.adam in the same wrapper (weight decay 0 adds
+  # an exact 0 * p).
+  adam = optax.inject_hyperparams(optax.adam)(learning_rate=1e-2)
+  (pa, _), _ = _train(adam, params)
+  (pi, _), _ = _train(inject(learning_rate=1e-2, density=1.0), params)
+  jax.tree.map(np.testing.assert_array_equal, pa, pi)
+  # Masked: the wrapped run is the plain one (up to the rounding of traced
+  # instead of constant hyperparameters).
+  kw = dict(density=0.25, mask_interval=3, weight_decay=0.1)
+  (pn, _), _ = _train(na.nanoadam(1e-2, **kw), params)
+  (pi, si), _ = _train(inject(learning_rate=1e-2, **kw), params)
+  close = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
+  jax.tree.map(close, pn, pi)
+  assert int(si.hyperparams["mask_interval"]) == 3
+  # density sizes the state: without static_args a message says what to do.
+  with pytest.raises(ConfigError, match="static_args"):
+    tx = optax.inject_hyperparams(na.nanoadam)(learning_rate=1e-2, density=0.5)
+    tx.init(params)
+
+
+def test_bf16_grads_of_f32_weights_give_f32_updates():
+  # Mixed precision: optax.adam (and NanoAdam's dense path) return f32
+  # updates; the masked path rounded them to the grads' bf16. Oracle: on the
+  # selected entries the first step is optax.adam's on the same grads.
+  params = _params()
+  grads = jax.tree.map(lambda p: jnp.cos(3 * p).astype(jnp.bfloat16), params)
+  tx = na.nanoadam(1e-2, density=0.25)
+  upd, state = jax.jit(tx.update)(grads, tx.init(params), params)
+  adam = optax.adam(1e-2)
+  want, _ = jax.jit(adam.update)(grads, adam.init(params), params)
+  for name in params:
+    assert upd[name].dtype == jnp.float32
+    idx = np.asarray(state.leaves[name].indices)
+    got = np.ravel(np.asarray(upd[name]))
+    np.testing.assert_allclose(
+      got[idx], np.ravel(np.asarray(want[name]))[idx], rtol=1e-6
+    )
+    assert np.count_nonzero(got) == idx.size

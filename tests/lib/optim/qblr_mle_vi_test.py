@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from lib.core.errors import ConfigError
 from lib.optim import qblr
 
 
@@ -126,6 +127,21 @@ def test_iterations_to_gap():
   assert qblr.iterations_to_gap(-1, 10) == 0  # never bad: converged at t=0
   assert qblr.iterations_to_gap(4, 10) == 5
   assert qblr.iterations_to_gap(10, 10) == -1  # the last iterate is bad
+
+
+def test_unknown_method_names_are_config_errors():
+  # mle_method raised a bare KeyError('foo'); vi_method already named it.
+  with pytest.raises(ConfigError, match="unknown MLE method 'newton'"):
+    qblr.mle_method("newton", kappa=1.0, max_halvings=5)
+  with pytest.raises(ConfigError, match="unknown VI method"):
+    qblr.vi_method(
+      "newton",
+      jnp.ones((2, 3)),
+      prior_precision=1.0,
+      num_samples=1,
+      kappa=1.0,
+      max_halvings=5,
+    )
 
 
 def test_tracked_runs_record_the_last_bad_iterate():

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from scipy import integrate
 from scipy import optimize
@@ -10,6 +11,8 @@ from scipy import special
 from scipy import stats
 
 from lib.core.errors import ConfigError
+from lib.core.errors import DTypeError
+from lib.core.errors import ShapeError
 from lib.optim import qblr
 
 
@@ -367,6 +370,44 @@ def test_bad_input_errors():
     qblr.qng()
   with pytest.raises(ConfigError):
     qblr.qng(0.1, rdog=True)
+  # A leaf that is not (..., 4) natural parameters, or a dtype the 4x4 solve
+  # lacks: named at init, not a deep unpacking or linalg error.
+  tx = qblr.qng(0.1)
+  with pytest.raises(ShapeError, match="last axis of 4"):
+    tx.init(jnp.array([0.0, 1.0, 3.0]))
+  lam = qblr.natural_from_student_t(jnp.array([0.0, 1.0, 3.0]))
+  with pytest.raises(DTypeError, match="bfloat16"):
+    tx.init(lam.astype(jnp.bfloat16))
+  with pytest.raises(ShapeError, match="gradient"):
+    tx.update(jnp.ones(3), tx.init(lam), lam)
+
+
+def test_inject_hyperparams_with_the_domain_guard():
+  # optax.inject_hyperparams passes max_halvings (and the lr) as traced
+  # arrays. lr 1 without halvings leaves the domain from xi0 = (0, 1, 10)
+  # at every step (spec C.5): three rejections, as qng(1.0, max_halvings=0).
+  x = _mle_data()
+  lam0 = qblr.natural_from_student_t(jnp.array([0.0, 1.0, 10.0]))
+  grad = jax.grad(lambda lm: -_loglik(x)(qblr.project(lm)))
+  tx = optax.inject_hyperparams(qblr.qng)(learning_rate=1.0, max_halvings=0)
+
+  @jax.jit
+  def step(lam, state):
+    u, state = tx.update(grad(lam), state, lam)
+    return optax.apply_updates(lam, u), state
+
+  lam, state = lam0, tx.init(lam0)
+  for _ in range(3):
+    lam, state = step(lam, state)
+  np.testing.assert_array_equal(lam, lam0)
+  assert int(qblr.num_rejected(state.inner_state)) == 3
+  # With halvings the same wrapped step is the plain one.
+  wrapped = optax.inject_hyperparams(qblr.qng)(learning_rate=0.3)
+  plain = qblr.qng(0.3)
+  g = grad(lam0)
+  u_w, _ = jax.jit(wrapped.update)(g, wrapped.init(lam0), lam0)
+  u_p, _ = jax.jit(plain.update)(g, plain.init(lam0), lam0)
+  np.testing.assert_allclose(u_w, u_p, rtol=1e-12)
 
 
 def test_student_t_helpers_match_scipy():

@@ -118,6 +118,30 @@ def test_server_transform_without_sketch_is_optax(amsgrad):
     np.testing.assert_allclose(u_ours, u_ref, rtol=1e-6, atol=1e-8)
 
 
+def test_server_transform_under_inject_hyperparams():
+  # optax.inject_hyperparams traces weight_decay (default 0.0 too); the
+  # wrapped server step is still optax.adamw's (identity sketch, documented).
+  ours = optax.inject_hyperparams(sadl.sketched_adam)(learning_rate=0.1)
+  ref = optax.inject_hyperparams(optax.adamw)(
+    learning_rate=0.1, eps=1e-3, weight_decay=0.0
+  )
+  ours_wd = optax.inject_hyperparams(sadl.sketched_adam)(
+    learning_rate=0.1, weight_decay=0.5
+  )
+  ref_wd = optax.inject_hyperparams(optax.adamw)(
+    learning_rate=0.1, eps=1e-3, weight_decay=0.5
+  )
+  x = jnp.linspace(-1.0, 1.0, 5)
+  for tx_ours, tx_ref in ((ours, ref), (ours_wd, ref_wd)):
+    s_ours, s_ref = tx_ours.init(x), tx_ref.init(x)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+      g = jnp.asarray(rng.normal(size=5), jnp.float32)
+      u_ours, s_ours = jax.jit(tx_ours.update)(g, s_ours, x)
+      u_ref, s_ref = jax.jit(tx_ref.update)(g, s_ref, x)
+      np.testing.assert_allclose(u_ours, u_ref, rtol=1e-6, atol=1e-8)
+
+
 def test_first_moment_reads_first_half_second_moment_second_half():
   d, b = 200, 32
   method = sadl.sadl(dim=d, sketch_size=b, learning_rate=0.1)
@@ -319,6 +343,17 @@ def test_bytes_per_client_per_round():
     top_k=10,
   )
   assert (f.bytes_up, f.bytes_down) == (360, 80)
+
+
+def test_init_state_names_a_params_dict():
+  # A flax params dict used to be reported as "got ()" (its np.shape).
+  method = sadl.sadl(dim=18, sketch_size=8, learning_rate=0.1)
+  params = {"w": jnp.zeros((5, 3)), "b": jnp.zeros(3)}
+  with pytest.raises(ShapeError, match="got a dict: flatten.*ravel_pytree"):
+    sadl.init_state(method, params)
+  flat, _ = ravel_pytree(params)
+  state = sadl.init_state(method, flat)
+  np.testing.assert_array_equal(state.params, np.zeros(18))
 
 
 def test_sketch_size_not_below_dimension_is_an_error():

@@ -7,6 +7,7 @@ import pytest
 import scipy.linalg
 
 from lib import quant
+from lib.core import errors
 
 
 def test_hadamard_matrix_is_scipys_and_an_involution():
@@ -49,3 +50,23 @@ def test_random_signs_are_pm_one_and_key_dependent():
   s2 = quant.random_signs(jax.random.key(1))
   assert set(np.unique(s1)) <= {-1.0, 1.0}
   assert not np.array_equal(s1, s2)
+
+
+def test_bad_rotation_input_is_named():
+  x = jnp.ones((2, 64))
+  # unrotate used to fall back to the FWHT for any unknown method.
+  for f in (quant.rotate, quant.unrotate):
+    with pytest.raises(errors.ConfigError, match="method 'dense'"):
+      f(x, method="dense")
+    for method in ("fwht", "matmul"):
+      # Not a reshape error from deep inside (the matmul form, or signs).
+      with pytest.raises(errors.ShapeError, match="multiple of 32"):
+        f(
+          jnp.ones((2, 40)),
+          quant.random_signs(jax.random.key(0)),
+          method=method,
+        )
+      with pytest.raises(errors.ShapeError, match="signs"):
+        f(x, jnp.ones(16), method=method)
+  with pytest.raises(errors.ShapeError, match="groups of 32"):
+    quant.fake_quantize(jnp.ones((2, 40)), "quest_continuous")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lib import quant
+from lib.core import errors
 from pallas_kernels.mxfp4 import reference
 
 
@@ -58,3 +59,16 @@ def test_hadamard_tames_heavy_tails():
 def test_quest_clip_fraction_on_gaussian():
   _, mask = jax.jit(reference.quantize_quest)(_gaussian())
   np.testing.assert_allclose(1.0 - float(jnp.mean(mask)), 0.073, rtol=0.04)
+
+
+@pytest.mark.parametrize("method", ["absmax_sr", "absmax_sr_hadamard"])
+def test_stochastic_method_without_a_key_is_named(method):
+  # It said "stochastic rounding needs a seed" (fake_quantize takes a key).
+  x = jnp.ones((2, 32))
+  with pytest.raises(errors.ConfigError, match="pass a key"):
+    quant.fake_quantize(x, method)
+  # With a key: stochastic rounding is unbiased, E q(x) = x (3 x 1.25 = 3.75
+  # lies between the E2M1 points 3 and 4 of the absmax scale 2^0).
+  keys = jax.random.split(jax.random.key(0), 2000)
+  q = jax.vmap(lambda k: quant.fake_quantize(x * 1.25, method, k))(keys)
+  np.testing.assert_allclose(np.mean(np.asarray(q), 0), 1.25, rtol=0.02)

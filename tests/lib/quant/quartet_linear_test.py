@@ -185,6 +185,37 @@ def test_bad_dtype_and_mode():
     )
 
 
+@pytest.mark.parametrize(
+  "key,error",
+  [
+    (0, errors.DTypeError),
+    (None, errors.DTypeError),
+    (np.uint32(3), errors.DTypeError),
+    (jax.random.split(jax.random.key(0), 2), errors.ShapeError),
+    (jax.random.split(jax.random.PRNGKey(0), 2), errors.DTypeError),
+  ],
+)
+def test_bad_key_is_named_at_the_forward(key, error):
+  # Only the backward reads the key: these passed the forward and failed
+  # deep inside the custom_vjp's backward, under jax.grad only.
+  x, w = jnp.ones((8, 64)), jnp.ones((32, 64))
+  with pytest.raises(error, match="key"):
+    quant.quartet_linear(x, w, key)
+
+
+def test_raw_and_typed_keys_are_the_same_key():
+  x, w, _ = _data()
+  raw = jax.random.PRNGKey(3)
+
+  def grad_w(key):
+    f = lambda w: jnp.sum(quant.quartet_linear(x, w, key) ** 2)
+    return jax.jit(jax.grad(f))(w)
+
+  np.testing.assert_array_equal(
+    grad_w(raw), grad_w(jax.random.wrap_key_data(raw))
+  )
+
+
 def test_non_finite_input_poisons_only_its_rows():
   """Documented: a NaN/Inf makes its 32-group's scale NaN, so y turns NaN."""
   x = jax.random.normal(jax.random.key(0), (64, 64)).at[5, 7].set(jnp.inf)
@@ -192,3 +223,22 @@ def test_non_finite_input_poisons_only_its_rows():
   y = jax.jit(quant.quartet_linear)(x, w, jax.random.key(0))
   assert np.all(np.isnan(y[5]))
   assert np.all(np.isfinite(np.delete(np.asarray(y), 5, axis=0)))
+
+
+@pytest.mark.parametrize(
+  "x_shape,w_shape",
+  [((0, 64), (32, 64)), ((2, 0, 64), (32, 64)), ((8, 0), (32, 0))],
+)
+def test_empty_operands_give_the_empty_product(x_shape, w_shape):
+  # An empty batch (or K = 0): y = x W^T and dW = e^T x are zeros of their
+  # shapes, as for jnp.dot (the FP4 groups used to divide by zero).
+  x, w = jnp.ones(x_shape), jnp.ones(w_shape)
+
+  def loss(x, w):
+    return jnp.sum(quant.quartet_linear(x, w, jax.random.key(0)) ** 2)
+
+  y = quant.quartet_linear(x, w, jax.random.key(0))
+  np.testing.assert_array_equal(y, np.zeros((*x_shape[:-1], w_shape[0])))
+  dx, dw = jax.jit(jax.grad(loss, (0, 1)))(x, w)
+  np.testing.assert_array_equal(dx, np.zeros(x_shape))
+  np.testing.assert_array_equal(dw, np.zeros(w_shape))
