@@ -49,3 +49,17 @@ def test_split_and_windows():
   assert ev.shape == (3, 17) and ev[1, 0] == 16
   with pytest.raises(errors.ConfigError, match="val_fraction"):
     text.train_val_split(tokens, 1.5)
+
+
+def test_bad_user_input_is_a_one_line_config_error(tmp_path):
+  # A damaged .npz (zip magic, then garbage) raised zipfile.BadZipFile from
+  # deep inside numpy; a negative max_bytes silently dropped the last bytes
+  # (tokens[:-5]); seq_len 0 divided by zero.
+  (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04garbage")
+  with pytest.raises(errors.ConfigError, match="bad.npz.*not a readable"):
+    text.load_corpus(str(tmp_path / "bad.npz"))
+  (tmp_path / "a.txt").write_bytes(b"hello world")
+  with pytest.raises(errors.ConfigError, match="max_bytes"):
+    text.load_corpus(str(tmp_path / "a.txt"), max_bytes=-5)
+  with pytest.raises(errors.ConfigError, match="seq_len"):
+    text.eval_windows(np.arange(100), 0, 3)
