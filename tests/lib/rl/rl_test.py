@@ -135,3 +135,15 @@ def test_bad_input_one_line_errors():
     rl.grid.rollout(_grid(), rl.trpe.init(_grid()), jax.random.key(0), 0)
   with pytest.raises(errors.ConfigError, match="objective"):
     rl.trpe.TRPEConfig(objective="sum")
+
+
+def test_knn_entropy_gradient_in_the_samples_is_finite_and_exact():
+  # The zero self-distance made jax.grad with respect to x all NaN
+  # (sqrt'(0) = inf). With uniform weights H(c x) = H(x) + d log c exactly
+  # and H(x + b) = H(x), so <x, dH/dx> = d and sum_i dH/dx_i = 0.
+  x = jnp.asarray(np.random.default_rng(1).normal(size=(200, 3)))
+  x = x.at[1].set(x[0])  # a duplicate: a second zero distance
+  grad = jax.grad(rl.entropy.knn_entropy)(x)
+  assert bool(jnp.all(jnp.isfinite(grad)))
+  np.testing.assert_allclose(float(jnp.sum(x * grad)), 3.0, rtol=1e-4)
+  np.testing.assert_allclose(jnp.sum(grad, axis=0), 0.0, atol=1e-4)
