@@ -10,6 +10,8 @@ Functional Approximation", NeurIPS 2025, Alg. 1 / App. D.
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
+
 
 def euler_step(f, u, dt):
   """u + dt f(u)."""
@@ -69,13 +71,22 @@ def next_step_rollout(step_fn, u0, num_steps):
 
 
 def richardson_dudt(traj, dt):
-  """4th-order du/dt of a trajectory [T, ...] (T >= 5) along axis 0.
+  """4th-order du/dt of a trajectory [T, ...] (T >= 6) along axis 0.
 
   Interior: (4/3)(u_{t+1} - u_{t-1})/(2dt) - (1/3)(u_{t+2} - u_{t-2})/(4dt);
   the first and last two steps use one-sided 5-point formulas, as in the
-  HNS code.
+  HNS code (the one at step 1 reads u_1..u_5, hence T >= 6).
+
+  Raises:
+    ShapeError: fewer than 6 steps.
   """
   u = traj
+  errors.check(
+    u.ndim >= 1 and u.shape[0] >= 6,
+    errors.ShapeError,
+    f"richardson_dudt needs a trajectory of >= 6 steps on axis 0, got "
+    f"shape {u.shape}",
+  )
   interior = (4.0 / 3.0) * (u[3:-1] - u[1:-3]) / (2.0 * dt) - (1.0 / 3.0) * (
     u[4:] - u[:-4]
   ) / (4.0 * dt)
