@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import errors
 from lib.pde import derivatives
 
 
@@ -47,6 +48,14 @@ def sine_series(params: SineParams, x, length):
     + params.phase[:, None]
   )
   return jnp.sum(params.amplitude[:, None] * jnp.sin(arg), axis=0)
+
+
+def _check_batch(a, ndim: int, what: str, layout: str) -> None:
+  errors.check(
+    a.ndim == ndim,
+    errors.ShapeError,
+    f"{what} must be {layout}, got shape {a.shape} (add a batch axis: a[None])",
+  )
 
 
 # ---------------------------------------------------------------- advection
@@ -158,6 +167,7 @@ def kdv_etdrk4(u0, *, length, dt, save_every, num_saves, dealias=True):
 )
 def kdv_trajectories(u0, *, length, dt, save_every, num_saves, dealias=True):
   """Batched `kdv_etdrk4` over u0 [B, n] -> [B, num_saves + 1, n]."""
+  _check_batch(u0, 2, "kdv_trajectories u0", "[B, n]")
   fn = functools.partial(
     kdv_etdrk4,
     length=length,
@@ -198,7 +208,18 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
 
   Returns:
     [B, T, 2, n] trajectories.
+
+  Raises:
+    ShapeError: state0 is not [B, 2, n] (an unbatched [2, n] state was
+      read as a batch of two one-point fields).
   """
+  _check_batch(state0, 3, "wave_trajectories state0", "[B, 2, n]")
+  errors.check(
+    state0.shape[1] == 2,
+    errors.ShapeError,
+    f"wave_trajectories state0 must be [B, 2, n] (phi, pi), got shape "
+    f"{state0.shape}",
+  )
   n = state0.shape[-1]
   k = derivatives.wavenumbers(n, length)
   w = speed * jnp.abs(k)

@@ -112,6 +112,12 @@ class IntegralKernelFunctional(nn.Module):
   def density(self, u, x):
     """Energy density e_i = <kappa_theta(x_i, u_i | u), P_u u_i>, [n]."""
     self.setup_check()
+    errors.check(
+      u.ndim == 1 and x.shape == u.shape,
+      errors.ShapeError,
+      f"IntegralKernelFunctional takes one field u [n] on points x [n], got "
+      f"u {u.shape} and x {x.shape} (vmap over a batch of fields)",
+    )
     pu = nn.Dense(self.proj_dim, name="lift_u")(u[:, None])  # [n, P]
     xs = x / self.length if self.normalize_x else x
     freq = nn.Dense(

@@ -271,3 +271,19 @@ def test_ikf_is_the_quadrature_of_its_density(film_per_layer):
     lambda v: model.apply(params, v, grid.x, mu_dx), u, mu_dx
   )
   np.testing.assert_allclose(fd, de, rtol=1e-4, atol=1e-5)
+
+
+def test_ikf_refuses_a_batch_of_fields_in_one_line():
+  # A [B, n] batch (or x of another length) failed inside jnp.concatenate
+  # with a TypeError about dimensions; the module takes one field, vmapped.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.IntegralKernelFunctional(length=1.0, width=8, proj_dim=4)
+  u = jnp.sin(2 * np.pi * g.x)
+  mu_dx = g.mu * g.dx
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]), g.x, mu_dx)
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), u, g.x[:8], mu_dx)
+  params = model.init(jax.random.key(0), u, g.x, mu_dx)
+  h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, u]))
+  np.testing.assert_array_equal(h[0], h[1])
