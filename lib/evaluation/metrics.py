@@ -133,12 +133,22 @@ def predict_logistic(theta, features):
   return jax.nn.sigmoid(features @ theta)
 
 
+# How P(A | V) models V: "binary" (an intercept and V) or "poly" (a
+# polynomial of the standardised V).
+GROUP_MODELS = ("binary", "poly")
+
+
 def group_probability(v, a, kind: str, degree: int = 3):
-  """P(A=1 | V) by logistic regression: V continuous (poly) or binary.
+  """P(A=1 | V) by logistic regression: V continuous ("poly") or "binary".
 
   Integer V (as `simulate` returns it) is cast to the default float dtype
   (float64 under jax_enable_x64), float V keeps its own.
   """
+  errors.check(
+    kind in GROUP_MODELS,
+    errors.ConfigError,
+    f"unknown group model kind {kind!r}; expected one of {GROUP_MODELS}",
+  )
   v = jnp.asarray(v)
   if not jnp.issubdtype(v.dtype, jnp.floating):
     v = v.astype(jnp.result_type(float))
@@ -274,6 +284,21 @@ def check_inputs(p, y, a, w=None) -> None:
     bool(np.all(np.isfinite(p))),
     errors.NonFiniteError,
     f"{int(np.sum(~np.isfinite(p)))} scores are not finite",
+  )
+  outside = (p < 0) | (p > 1)
+  errors.check(
+    not bool(np.any(outside)),
+    errors.ConfigError,
+    f"{int(np.sum(outside))} scores are not probabilities in [0, 1] (first: "
+    f"{p[outside][0] if outside.any() else None}); logits? pass "
+    "1 / (1 + exp(-logit))",
+  )
+  binary = (y == 0) | (y == 1)
+  errors.check(
+    bool(np.all(binary)),
+    errors.ConfigError,
+    f"{int(np.sum(~binary))} labels are not 0 or 1 (first: "
+    f"{y[~binary][0] if (~binary).any() else None})",
   )
   for g in np.unique(a):
     classes = np.unique(y[a == g])

@@ -157,6 +157,11 @@ def test_fit_logistic_recovers_a_known_model():
     ("single_class", errors.ConfigError, "group 1 has a single class"),
     ("nan_weight", errors.NonFiniteError, "weights are NaN or infinite"),
     ("negative_weight", errors.ConfigError, "weights are negative"),
+    # Labels coded 1/2 and logits for scores passed the checks and gave
+    # silently wrong metrics (log-loss of y = 2, recall over y == 1 only).
+    ("labels_1_2", errors.ConfigError, r"3 labels are not 0 or 1 \(first: 2\)"),
+    ("nan_label", errors.ConfigError, "1 labels are not 0 or 1"),
+    ("logits", errors.ConfigError, "scores are not probabilities"),
   ],
 )
 def test_bad_inputs_fail_in_one_line(case, error, match):
@@ -166,6 +171,12 @@ def test_bad_inputs_fail_in_one_line(case, error, match):
   w = None
   if case == "single_class":
     y = np.array([0, 1, 0, 1, 1, 1])
+  elif case == "labels_1_2":
+    y = np.array([1, 2, 1, 2, 2, 1])
+  elif case == "nan_label":
+    y = np.array([0, 1, 0, 1, np.nan, 0])
+  elif case == "logits":
+    p = np.log(p / (1 - p))
   elif case == "nan_weight":
     w = np.array([1.0, np.nan, 1, 1, 1, 1])
   else:
@@ -187,6 +198,18 @@ def test_csv_loader(tmp_path):
     ev.load_csv(str(path), {"score": "s", "label": "label", "group": "grp"})
   with pytest.raises(errors.WorkdirError, match="does not exist"):
     ev.load_csv(str(tmp_path / "missing.csv"), {"score": "s"})
+  # A misspelt role raised KeyError('labels') after reading the file.
+  with pytest.raises(
+    errors.ConfigError, match=r"unknown role\(s\) \['labels'\]"
+  ):
+    ev.load_csv(str(path), {"score": "s", "labels": "lab", "group": "grp"})
+
+
+def test_unknown_group_model_kind_is_refused():
+  # Any kind but "binary" silently fitted the polynomial model.
+  v, a = jnp.arange(8.0), jnp.arange(8) % 2
+  with pytest.raises(errors.ConfigError, match="group model kind 'quadratic'"):
+    ev.group_probability(v, a, "quadratic")
 
 
 @pytest.mark.parametrize(
