@@ -7,6 +7,7 @@ import pytest
 
 from lib import explain
 from lib.core import errors
+from lib.explain import data as explain_data
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -183,3 +184,29 @@ def test_refine_series_on_a_linear_model_is_closed_form():
     np.testing.assert_allclose(float(out[key]), value, rtol=1e-5, err_msg=key)
   assert set(out) == set(want) | {"deletion/kigv1"}
   assert np.isfinite(float(out["deletion/kigv1"]))
+
+
+@pytest.mark.parametrize(
+  "body, error, match",
+  [
+    # Each was a bare ValueError from numpy or float(), or (NaN) no error.
+    ("1,2,3:a\n1,2:b\n", errors.ShapeError, "line 3: 2 values"),
+    ("1,2,x:a\n", errors.ConfigError, "line 2: 'x' is not a number"),
+    ("1,2,3\n", errors.ConfigError, "line 2: no ':label'"),
+    ("1,NaN,3:a\n", errors.NonFiniteError, "line 2: a NaN"),
+    ("", errors.ConfigError, "holds no series"),
+  ],
+)
+def test_read_ts_names_the_bad_line(tmp_path, body, error, match):
+  path = tmp_path / "x.ts"
+  path.write_text("@data\n" + body)
+  with pytest.raises(error, match=match):
+    explain_data.read_ts(str(path))
+
+
+def test_read_ts_reads_a_good_file(tmp_path):
+  path = tmp_path / "x.ts"
+  path.write_text("@problemName x\n# c\n@data\n1,2.5,3:a\n4,5,6:b\n")
+  x, labels = explain_data.read_ts(str(path))
+  np.testing.assert_array_equal(x, [[1, 2.5, 3], [4, 5, 6]])
+  assert labels.tolist() == ["a", "b"]
