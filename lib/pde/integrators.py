@@ -27,8 +27,17 @@ def rk4_step(f, u, dt):
   return u + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
 
 
+def _promoted(step_fn, u0):
+  """u0 in the dtype one step returns (a bfloat16 field under a float32
+  model steps in float32), so that the scan's carry keeps one dtype."""
+  out = jax.eval_shape(step_fn, u0)
+  return u0.astype(jnp.promote_types(u0.dtype, out.dtype))
+
+
 def rk4_rollout(f, u0, dt, num_steps):
-  """RK4 trajectory [num_steps + 1, *u0.shape], including u0."""
+  """RK4 trajectory [num_steps + 1, *u0.shape], including u0 (in the dtype
+  the step returns, as `ab2_rollout`)."""
+  u0 = _promoted(lambda u: rk4_step(f, u, dt), u0)
 
   def step(u, _):
     u_next = rk4_step(f, u, dt)
@@ -60,7 +69,9 @@ def ab2_rollout(f, u0, dt, num_steps):
 
 
 def next_step_rollout(step_fn, u0, num_steps):
-  """Autoregressive trajectory of a learned map u_{t+1} = step_fn(u_t)."""
+  """Autoregressive trajectory of a learned map u_{t+1} = step_fn(u_t)
+  (in the dtype the step returns, as `ab2_rollout`)."""
+  u0 = _promoted(step_fn, u0)
 
   def step(u, _):
     u_next = step_fn(u)

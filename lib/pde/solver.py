@@ -183,9 +183,15 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
   u_t = J dH_theta/du); the next-step CNN is autoregressive.
 
   Raises:
-    ShapeError / NonFiniteError / ConfigError: u0 does not match the grid,
-      is not finite or is not periodic (checked on the host first).
+    ShapeError / NonFiniteError / ConfigError: u0 is not [B, n] on the
+      grid, is not finite or is not periodic (checked on the host first).
   """
+  errors.check(
+    jnp.ndim(u0) == 2,
+    errors.ShapeError,
+    f"rollout takes a batch of initial conditions u0 [B, n], got shape "
+    f"{jnp.shape(u0)} (one field: u0[None])",
+  )
   validation.check_initial_condition(u0, grid.n)
   return _rollout(
     params,

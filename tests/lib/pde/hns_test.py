@@ -287,3 +287,14 @@ def test_ikf_refuses_a_batch_of_fields_in_one_line():
   params = model.init(jax.random.key(0), u, g.x, mu_dx)
   h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, u]))
   np.testing.assert_array_equal(h[0], h[1])
+
+
+def test_rollout_refuses_an_unbatched_initial_condition():
+  # u0 [n] passed the grid check ([..., n]) and was vmapped over its points:
+  # an IndexError or a shape error from inside the model.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * g.x)
+  params = model.init(jax.random.key(0), u)
+  with pytest.raises(errors.ShapeError, match=r"u0 \[B, n\]"):
+    solver.rollout("derivative_cnn", model, params, u, g, dt=0.01, num_steps=2)

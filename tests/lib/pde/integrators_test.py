@@ -62,3 +62,18 @@ def test_richardson_needs_six_steps():
   )
   with pytest.raises(errors.ShapeError, match=">= 6 steps"):
     pde.richardson_dudt(jnp.exp(t[:5]), 0.1)
+
+
+def test_rollouts_of_a_bfloat16_field_under_a_float32_step():
+  # A float32 step promoted the bfloat16 carry and lax.scan refused it
+  # ("carry input and carry output must have equal types"); ab2_rollout
+  # already promoted. Now all three return the step's dtype.
+  lam = jnp.asarray(-0.5, jnp.float32)
+  u0 = jnp.ones((3,), jnp.bfloat16)
+  f = lambda u: lam * u
+  rk4 = pde.rk4_rollout(f, u0, 0.1, 10)
+  ab2 = pde.ab2_rollout(f, u0, 0.1, 10)
+  nxt = pde.next_step_rollout(lambda u: u + 0.1 * f(u), u0, 10)
+  assert rk4.dtype == ab2.dtype == nxt.dtype == jnp.float32
+  np.testing.assert_allclose(rk4[-1], np.exp(-0.5), rtol=1e-6)
+  np.testing.assert_allclose(nxt[-1], 0.95**10, rtol=1e-6)  # Euler's map
