@@ -147,3 +147,14 @@ def test_knn_entropy_gradient_in_the_samples_is_finite_and_exact():
   assert bool(jnp.all(jnp.isfinite(grad)))
   np.testing.assert_allclose(float(jnp.sum(x * grad)), 3.0, rtol=1e-4)
   np.testing.assert_allclose(jnp.sum(grad, axis=0), 0.0, atol=1e-4)
+
+
+def test_rollout_refuses_logits_of_another_grid_or_team():
+  # Logits of a 4x4 grid (16 cells) on the 6x6 grid, or of one agent for
+  # two, were indexed out of range and clamped: episodes ran, silently wrong.
+  g = _grid()
+  for other in (rl.trpe.init(rl.grid.two_rooms(4)), rl.trpe.init(g)[:1]):
+    with pytest.raises(errors.ShapeError, match=r"\[2, 36, 4\]"):
+      rl.grid.rollout(g, other, jax.random.key(0), 3)
+  cells, actions = rl.grid.rollout(g, rl.trpe.init(g), jax.random.key(0), 3)
+  assert cells.shape == (4, 2) and actions.shape == (3, 2)
