@@ -280,3 +280,25 @@ def test_t_statistic_oracles():
   for k in ev.METRICS:
     np.testing.assert_allclose(float(t[k]), float(ref[k]), atol=1e-6)
     np.testing.assert_allclose(float(shifted[k]), float(t[k]) + 1, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+  "kwargs, match",
+  [
+    (dict(family="causl"), "unknown family 'causl'"),
+    (dict(family="causal", selection="xy"), "unknown selection 'xy'"),
+  ],
+)
+def test_a_misspelt_setting_is_refused(kwargs, match):
+  # family 'causl' ran the anticausal DGP and selection 'xy' no selection.
+  with pytest.raises(errors.ConfigError, match=match):
+    ev.Setting(**kwargs)
+
+
+def test_a_user_setting_selects_as_documented():
+  # selection 'y' keeps y = 0 with P = 0.4 and y = 1 with P = 0.8.
+  st = ev.Setting("causal", selection="y")
+  d = ev.simulate(jax.random.key(0), st, 20_000)
+  y, s = np.asarray(d["y"]), np.asarray(d["s"])
+  np.testing.assert_allclose(s[y == 0].mean(), 0.4, atol=0.02)
+  np.testing.assert_allclose(s[y == 1].mean(), 0.8, atol=0.02)
