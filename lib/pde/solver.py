@@ -71,7 +71,15 @@ def field_map(kind, model, grid):
 
   HNS: the functional derivative dH_theta/du (autodiff, divided by mu dx).
   derivative CNN: du/dt. next-step CNN: u_{t+1} - u_t.
+
+  Raises:
+    ConfigError: an unknown kind (a misspelt one was treated as a CNN).
   """
+  errors.check(
+    kind in MODEL_KINDS,
+    errors.ConfigError,
+    f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}",
+  )
   if kind == "hns":
     mu_dx = grid.mu * grid.dx
 

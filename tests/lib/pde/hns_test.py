@@ -298,3 +298,25 @@ def test_rollout_refuses_an_unbatched_initial_condition():
   params = model.init(jax.random.key(0), u)
   with pytest.raises(errors.ShapeError, match=r"u0 \[B, n\]"):
     solver.rollout("derivative_cnn", model, params, u, g, dt=0.01, num_steps=2)
+
+
+def test_a_misspelt_model_kind_is_refused_by_rollout_and_loss():
+  # "next_step" (for "next_step_cnn") was rolled out as a du/dt model by AB2
+  # and trained as one, silently.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * g.x)
+  params = model.init(jax.random.key(0), u)
+  with pytest.raises(
+    errors.ConfigError, match="unknown model kind 'next_step'"
+  ):
+    solver.rollout("next_step", model, params, u[None], g, dt=0.1, num_steps=2)
+  with pytest.raises(errors.ConfigError, match="unknown model kind"):
+    solver.relative_l2_loss("next_step", model, g)
+  # The real kind steps u + CNN(u): one step from u0 is u0 + model(u0).
+  traj = solver.rollout(
+    "next_step_cnn", model, params, u[None], g, dt=0.1, num_steps=1
+  )
+  np.testing.assert_allclose(
+    traj[0, 1], u + model.apply(params, u), rtol=1e-6, atol=1e-6
+  )
