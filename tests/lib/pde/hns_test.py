@@ -320,3 +320,17 @@ def test_a_misspelt_model_kind_is_refused_by_rollout_and_loss():
   np.testing.assert_allclose(
     traj[0, 1], u + model.apply(params, u), rtol=1e-6, atol=1e-6
   )
+
+
+def test_non_periodic_message_names_the_offending_field():
+  # The message paired the batch's largest wrap-around jump (here the good
+  # field's 3.83) with its smallest interior jump; now the bad field's own.
+  x = np.arange(16) / 16
+  ramp = 0.5 * x  # wrap 0.469, interior 0.0312
+  wave = 10 * np.sin(2 * np.pi * x)  # periodic; wrap 3.83
+  with pytest.raises(
+    errors.ConfigError, match=r"field \[0\].*= 0\.469.*0\.0312"
+  ):
+    pde.check_initial_condition(np.stack([ramp, wave]), 16)
+  with pytest.raises(errors.ShapeError, match="n_x >= 2"):
+    pde.check_initial_condition(np.ones(1), 1)
