@@ -233,15 +233,18 @@ def freeze_where(
   runs with different trainable modules share one state shape and one
   vmapped program. For a per-leaf `tx` (Adam, AdamW, SGD: no global-norm
   clipping) the trained leaves move exactly as under `freeze`, whose state
-  covers only them; `freeze` is the right tool for one run.
+  covers only them; `freeze` is the right tool for one run. Extra arguments
+  of `update` (e.g. `value=` for `optax.contrib.reduce_on_plateau`) reach
+  `tx`.
   """
+  inner = optax.with_extra_args_support(tx)
 
-  def update(updates, state, params=None):
-    updates, state = tx.update(updates, state, params)
+  def update(updates, state, params=None, **extra_args):
+    updates, state = inner.update(updates, state, params, **extra_args)
     zero = lambda m, u: jnp.where(m, u, jnp.zeros_like(u))
     return jax.tree.map(zero, mask, updates), state
 
-  return optax.GradientTransformation(tx.init, update)
+  return optax.GradientTransformationExtraArgs(inner.init, update)
 
 
 def destroy(

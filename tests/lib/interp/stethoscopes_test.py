@@ -369,3 +369,23 @@ def test_delta_report_finds_a_planted_bimodal_o_change_over_seeds():
     d["o_bimodality_minus_uniform"]["mean"], 1 - 5 / 9, atol=0.02
   )
   assert len(d["per_layer"]["o"]["relative"]) == 2
+
+
+def test_freeze_where_passes_extra_arguments_to_the_inner_transformation():
+  # update(..., value=loss) raised "unexpected keyword argument 'value'"
+  # for a tx that needs it (reduce_on_plateau), while `freeze` forwarded it.
+  params = {"o": jnp.ones(3), "q": jnp.ones(3)}
+  mask = {"o": True, "q": False}
+  inner = optax.chain(
+    optax.sgd(0.1), optax.contrib.reduce_on_plateau(patience=0, factor=0.5)
+  )
+  tx = interp.freeze_where(inner, mask)
+  state, ref_state = tx.init(params), inner.init(params)
+  grads = jax.tree.map(jnp.ones_like, params)
+  for loss in (1.0, 2.0, 3.0, 4.0):  # a plateau: the inner scale drops
+    value = jnp.asarray(loss)
+    updates, state = tx.update(grads, state, params, value=value)
+    ref, ref_state = inner.update(grads, ref_state, params, value=value)
+    np.testing.assert_array_equal(updates["o"], ref["o"])
+    np.testing.assert_array_equal(updates["q"], 0.0)
+  assert float(ref["o"][0]) > -0.1  # the plateau did reduce the step
