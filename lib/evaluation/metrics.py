@@ -113,9 +113,12 @@ def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
 
   P(y=1 | f) = sigmoid(f @ theta); a tiny ridge keeps separable data finite.
   Everything is computed in the features' dtype (y, w and the ridge are cast
-  to it), so the loop carry keeps one dtype with or without jax_enable_x64.
+  to it), so the loop carry keeps one dtype with or without jax_enable_x64;
+  bfloat16/float16 features in float32 (the solve has no half-precision
+  kernel), which is theta's dtype then.
   """
-  dtype = features.dtype
+  dtype = jnp.promote_types(features.dtype, jnp.float32)
+  features = features.astype(dtype)
   w = jnp.ones(features.shape[0], dtype) if w is None else w.astype(dtype)
   y = y.astype(dtype)
   d = features.shape[1]

@@ -302,3 +302,16 @@ def test_a_user_setting_selects_as_documented():
   y, s = np.asarray(d["y"]), np.asarray(d["s"])
   np.testing.assert_allclose(s[y == 0].mean(), 0.4, atol=0.02)
   np.testing.assert_allclose(s[y == 1].mean(), 0.8, atol=0.02)
+
+
+def test_bfloat16_features_are_fitted_in_float32():
+  # The Newton solve has no bfloat16 kernel: NotImplementedError('Unsupported
+  # dtype bfloat16') from LAPACK. The binary model's MLE is the empirical
+  # P(A = 1 | V = v) of each group (as above).
+  rng = np.random.default_rng(1)
+  v = (rng.uniform(size=400) < 0.4).astype(np.float32)
+  a = (rng.uniform(size=400) < np.where(v == 1, 0.7, 0.2)).astype(np.int32)
+  want = np.where(v == 1, a[v == 1].mean(), a[v == 0].mean())
+  got = ev.group_probability(jnp.asarray(v, jnp.bfloat16), a, "binary")
+  assert got.dtype == jnp.float32
+  np.testing.assert_allclose(got, want, atol=1e-4)
