@@ -389,3 +389,24 @@ def test_freeze_where_passes_extra_arguments_to_the_inner_transformation():
     np.testing.assert_array_equal(updates["o"], ref["o"])
     np.testing.assert_array_equal(updates["q"], 0.0)
   assert float(ref["o"][0]) > -0.1  # the plateau did reduce the step
+
+
+def test_a_group_needs_one_of_its_modules_not_all():
+  # A model without gate/up/down (an attention-only or GELU-MLP model):
+  # merge(a, b, 'all') raised "modules ['gate', 'up', 'down'] match no
+  # parameter" although its docstring promises B.
+  def tree(scale):
+    block = {m: {"kernel": scale * jnp.ones((2, 2))} for m in "qkvo"}
+    block["norm"] = {"scale": scale * jnp.ones(2)}
+    return {"embed": scale * jnp.ones((3, 2)), "block_0": block}
+
+  a, b = tree(1.0), tree(2.0)
+  for x, y in zip(
+    jax.tree.leaves(interp.merge(a, b, "all")), jax.tree.leaves(b)
+  ):
+    np.testing.assert_array_equal(x, y)
+  assert sum(jax.tree.leaves(interp.select(a, "attn"))) == 4
+  with pytest.raises(errors.ConfigError, match=r"\['mlp'\] match no"):
+    interp.select(a, "mlp")
+  with pytest.raises(errors.ConfigError, match=r"\['gate'\] match no"):
+    interp.select(a, ("o", "gate"))
