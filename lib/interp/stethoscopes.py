@@ -248,7 +248,14 @@ def freeze_where(
 
   def update(updates, state, params=None, **extra_args):
     updates, state = inner.update(updates, state, params, **extra_args)
-    zero = lambda m, u: jnp.where(m, u, jnp.zeros_like(u))
+
+    def zero(m, u):
+      # Inside optax.masked / multi_transform the leaves not handed to this
+      # transformation arrive as MaskedNode placeholders: pass them on.
+      if isinstance(u, optax.MaskedNode):
+        return u
+      return jnp.where(m, u, jnp.zeros_like(u))
+
     return jax.tree.map(zero, mask, updates), state
 
   return optax.GradientTransformationExtraArgs(inner.init, update)

@@ -410,3 +410,29 @@ def test_a_group_needs_one_of_its_modules_not_all():
     interp.select(a, "mlp")
   with pytest.raises(errors.ConfigError, match=r"\['gate'\] match no"):
     interp.select(a, ("o", "gate"))
+
+
+def test_freeze_where_inside_optax_masked_and_multi_transform():
+  # The leaves a wrapper keeps from it arrive as optax.MaskedNode: zeros_like
+  # raised "requires ndarray or scalar arguments, got MaskedNode".
+  params = {"o": jnp.ones(3), "q": jnp.ones(3), "k": jnp.ones(3)}
+  trained = {"o": True, "q": False, "k": True}
+  grads = jax.tree.map(jnp.ones_like, params)
+  masked = optax.masked(
+    interp.freeze_where(optax.sgd(0.1), trained),
+    {"o": True, "q": True, "k": False},
+  )
+  updates, _ = masked.update(grads, masked.init(params), params)
+  # o: handed over and trained; q: handed over, frozen; k: not handed over
+  # (optax.masked passes its raw gradient through).
+  np.testing.assert_array_equal(updates["o"], np.float32(-0.1))
+  np.testing.assert_array_equal(updates["q"], 0.0)
+  np.testing.assert_array_equal(updates["k"], 1.0)
+  multi = optax.multi_transform(
+    {"a": interp.freeze_where(optax.sgd(0.1), trained), "b": optax.sgd(1.0)},
+    {"o": "a", "q": "a", "k": "b"},
+  )
+  updates, _ = multi.update(grads, multi.init(params), params)
+  np.testing.assert_array_equal(updates["o"], np.float32(-0.1))
+  np.testing.assert_array_equal(updates["q"], 0.0)
+  np.testing.assert_array_equal(updates["k"], -1.0)
