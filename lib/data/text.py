@@ -104,9 +104,14 @@ def load_token_file(path: str) -> np.ndarray:
       arr = np.load(fh, allow_pickle=False)
       if isinstance(arr, np.lib.npyio.NpzFile):
         with arr:
-          if not arr.files:
-            raise errors.ConfigError(f"token file {path!r} holds no array")
+          if len(arr.files) != 1:
+            raise errors.ConfigError(
+              f"token file {path!r} holds {len(arr.files)} arrays "
+              f"{arr.files}; expected one array of token ids"
+            )
           arr = arr[arr.files[0]]
+  except errors.ConfigError:
+    raise
   except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
     first = (str(e).splitlines() or [type(e).__name__])[0]
     if "pickle" in first:

@@ -63,3 +63,18 @@ def test_bad_user_input_is_a_one_line_config_error(tmp_path):
     text.load_corpus(str(tmp_path / "a.txt"), max_bytes=-5)
   with pytest.raises(errors.ConfigError, match="seq_len"):
     text.eval_windows(np.arange(100), 0, 3)
+
+
+def test_token_npz_must_hold_exactly_one_array(tmp_path):
+  # An .npz of several arrays silently used the first (here the labels);
+  # an empty one said "holds no array" wrapped in "not a readable array".
+  np.savez(tmp_path / "two.npz", labels=np.zeros(5), tokens=np.arange(5))
+  with pytest.raises(errors.ConfigError, match=r"holds 2 arrays"):
+    text.load_corpus(str(tmp_path / "two.npz"))
+  np.savez(tmp_path / "none.npz")
+  with pytest.raises(errors.ConfigError, match=r"^token file '.*' holds 0"):
+    text.load_corpus(str(tmp_path / "none.npz"))
+  np.savez(tmp_path / "one.npz", tokens=np.arange(5))
+  np.testing.assert_array_equal(
+    text.load_corpus(str(tmp_path / "one.npz")), np.arange(5)
+  )
