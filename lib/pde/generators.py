@@ -156,7 +156,9 @@ def kdv_etdrk4(u0, *, length, dt, save_every, num_saves, dealias=True):
     v, _ = jax.lax.scan(step, v, None, length=save_every)
     return v, jnp.fft.irfft(v, n=n)
 
-  v0 = jnp.fft.rfft(u0)
+  # bfloat16/float16 u0: the FFT takes float32/float64 only; frames are
+  # returned in u0's dtype.
+  v0 = jnp.fft.rfft(u0.astype(jnp.promote_types(u0.dtype, jnp.float32)))
   _, frames = jax.lax.scan(save, v0, None, length=num_saves)
   return jnp.concatenate([u0[None], frames.astype(u0.dtype)], axis=0)
 

@@ -131,3 +131,17 @@ def test_generators_refuse_unbatched_initial_conditions():
   # Batched, phi(t) = sin(x) cos(t) for phi0 = sin x, pi0 = 0, c = 1.
   out = pde.wave_trajectories(state[None], jnp.array([1.0]), length=g.length)
   np.testing.assert_allclose(out[0, 0, 0], np.sin(g.x) * np.cos(1.0), atol=1e-5)
+
+
+def test_kdv_of_a_bfloat16_initial_condition():
+  # rfft refused it ("RFFT input must be float32 or float64"); the solve now
+  # runs in float32 from the rounded u0 and returns bfloat16 frames.
+  g = pde.periodic_grid(64, 50.0)
+  u0 = pde.kdv_soliton(g.x, 0.0, a=1.0, x0=25.0, length=g.length)
+  kw = dict(length=g.length, dt=0.01, save_every=10, num_saves=3)
+  low = pde.kdv_trajectories(u0[None].astype(jnp.bfloat16), **kw)
+  assert low.dtype == jnp.bfloat16
+  exact = pde.kdv_soliton(g.x, 0.3, a=1.0, x0=25.0, length=g.length)
+  np.testing.assert_allclose(
+    np.asarray(low[0, -1], np.float32), exact, atol=0.03
+  )
