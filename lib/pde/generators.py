@@ -223,6 +223,9 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
     f"{state0.shape}",
   )
   n = state0.shape[-1]
+  dtype = state0.dtype
+  # bfloat16/float16: the FFT takes float32/float64 only (cast back below).
+  state0 = state0.astype(jnp.promote_types(dtype, jnp.float32))
   k = derivatives.wavenumbers(n, length)
   w = speed * jnp.abs(k)
   phi_h = jnp.fft.rfft(state0[:, 0], axis=-1)[:, None]
@@ -235,4 +238,5 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
   pi = -w * jnp.sin(wt) * phi_h + jnp.cos(wt) * pi_h
   phi = jnp.fft.irfft(phi, n=n, axis=-1)
   pi = jnp.fft.irfft(pi, n=n, axis=-1)
-  return jnp.stack([phi, pi], axis=-2)
+  out = jnp.stack([phi, pi], axis=-2)
+  return out if jnp.dtype(dtype).itemsize >= 4 else out.astype(dtype)

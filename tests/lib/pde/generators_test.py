@@ -145,3 +145,15 @@ def test_kdv_of_a_bfloat16_initial_condition():
   np.testing.assert_allclose(
     np.asarray(low[0, -1], np.float32), exact, atol=0.03
   )
+
+
+def test_wave_of_a_bfloat16_state():
+  # As for KdV: rfft refused a bfloat16 state.
+  g = pde.periodic_grid(16, 2 * np.pi)
+  state = jnp.stack([jnp.sin(g.x), jnp.zeros_like(g.x)])[None]
+  out = pde.wave_trajectories(
+    state.astype(jnp.bfloat16), jnp.array([1.0]), length=g.length
+  )
+  assert out.dtype == jnp.bfloat16
+  phi = np.asarray(out[0, 0, 0], np.float32)
+  np.testing.assert_allclose(phi, np.sin(g.x) * np.cos(1.0), atol=0.01)
