@@ -80,7 +80,14 @@ def idwt(c, level: int):
 
 
 def integrated_gradients(f, x, baseline, steps: int = 64):
-  """IG_i = (x - x')_i * mean_k df/dx_i(x' + a_k (x - x')), a_k midpoints."""
+  """IG_i = (x - x')_i * mean_k df/dx_i(x' + a_k (x - x')), a_k midpoints.
+
+  Raises:
+    ConfigError: steps < 1 (the mean over no points is NaN).
+  """
+  errors.check(
+    steps >= 1, errors.ConfigError, f"IG needs steps >= 1, got {steps}"
+  )
   alphas = (jnp.arange(steps, dtype=x.dtype) + 0.5) / steps
   grads = jax.vmap(lambda a: jax.grad(f)(baseline + a * (x - baseline)))(alphas)
   return (x - baseline) * jnp.mean(grads, axis=0)

@@ -210,3 +210,16 @@ def test_read_ts_reads_a_good_file(tmp_path):
   x, labels = explain_data.read_ts(str(path))
   np.testing.assert_array_equal(x, [[1, 2.5, 3], [4, 5, 6]])
   assert labels.tolist() == ["a", "b"]
+
+
+def test_integrated_gradients_needs_a_step():
+  # steps=0 averaged no gradients: NaN attributions, silently, through
+  # view_ig and kigv too. One midpoint step is exact for a quadratic:
+  # d/dx sum x^2 at x/2 is x, times (x - 0).
+  f = lambda s: jnp.sum(s**2)
+  x = jnp.arange(1.0, 5.0)
+  np.testing.assert_allclose(
+    explain.integrated_gradients(f, x, 0 * x, steps=1), x**2
+  )
+  with pytest.raises(errors.ConfigError, match="steps >= 1"):
+    explain.view_ig(f, x, 0 * x, 1, steps=0)
