@@ -256,6 +256,11 @@ def bootstrap(
     errors.ConfigError,
     f"bootstrap by={by!r}: expected 'indices' or 'counts'",
   )
+  errors.check(
+    0.0 < level < 1.0,
+    errors.ConfigError,
+    f"bootstrap level={level!r}: a coverage in (0, 1), e.g. 0.95",
+  )
   one, many = _compiled(statistic, by)
   point = one(
     jnp.arange(n) if by == "indices" else jnp.ones(n, jnp.float32), args

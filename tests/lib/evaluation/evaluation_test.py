@@ -142,6 +142,10 @@ def test_bootstrap_by_counts_is_the_same_resampling_as_by_indices():
   assert rows["auc"]["lo"] < rows["auc"]["mean"] < rows["auc"]["hi"]
   with pytest.raises(errors.ConfigError, match="by='rows'"):
     ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), by="rows")
+  # A level given in percent reached np.nanpercentile as q = -4700 and
+  # failed there ("Percentiles must be in the range [0, 100]").
+  with pytest.raises(errors.ConfigError, match="level=95"):
+    ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), level=95)
 
 
 def test_fit_logistic_recovers_a_known_model():
