@@ -158,3 +158,15 @@ def test_rollout_refuses_logits_of_another_grid_or_team():
       rl.grid.rollout(g, other, jax.random.key(0), 3)
   cells, actions = rl.grid.rollout(g, rl.trpe.init(g), jax.random.key(0), 3)
   assert cells.shape == (4, 2) and actions.shape == (3, 2)
+
+
+def test_trpe_epoch_with_bfloat16_logits_stays_in_the_trust_region():
+  # The float32 step scale promoted bfloat16 logits and lax.while_loop
+  # refused the carry ("carry input and carry output must have equal types").
+  g = _grid()
+  cfg = rl.trpe.TRPEConfig(trajectories=4, horizon=5, kl_threshold=0.1)
+  logits_b = rl.trpe.init(g).astype(jnp.bfloat16)
+  logits, metrics = rl.trpe.epoch(g, cfg, logits_b, jax.random.key(0))
+  assert logits.dtype == jnp.bfloat16
+  assert int(metrics["off_iters"]) >= 1
+  assert float(metrics["kl"]) <= 0.1
