@@ -120,6 +120,11 @@ def load_ucr(name: str, multiple: int = 1):
   errors.check(
     name in UCR, errors.ConfigError, f"unknown UCR set {name!r}; bundled: {UCR}"
   )
+  errors.check(
+    multiple >= 1,
+    errors.ConfigError,
+    f"multiple must be >= 1 (the length's divisor), got {multiple}",
+  )
   root = ucr_dir()
   if root is None:
     raise errors.ConfigError(

@@ -223,3 +223,9 @@ def test_integrated_gradients_needs_a_step():
   )
   with pytest.raises(errors.ConfigError, match="steps >= 1"):
     explain.view_ig(f, x, 0 * x, 1, steps=0)
+
+
+def test_load_ucr_multiple_must_be_positive():
+  # multiple=0 raised ZeroDivisionError from the padding arithmetic.
+  with pytest.raises(errors.ConfigError, match="multiple must be >= 1"):
+    explain.load_ucr("GunPoint", multiple=0)
