@@ -285,3 +285,12 @@ def test_beta_and_noise_may_be_jitted_or_vmapped_arguments():
     np.testing.assert_allclose(acc, [[phi1, 1 - phi1], [1.0, 0.0]], rtol=1e-12)
     with pytest.raises(errors.ConfigError, match="beta must be"):
       jax.jit(alignment.loss)(w, w, mean, y_w, y_l, jnp.zeros((2,)))
+
+
+def test_population_accuracy_of_a_bfloat16_head():
+  # jax's ndtr refused bfloat16 ("x.dtype=bfloat16 is not supported").
+  w = jnp.array([[1.0, 0.0], [0.0, 0.0]], jnp.bfloat16)
+  mean = jnp.array([[0.5, 3.0]], jnp.bfloat16)
+  y_w, y_l = jnp.array([0]), jnp.array([1])
+  acc = alignment.population_accuracy(w, 0 * w, mean, y_w, y_l, 0.5)
+  np.testing.assert_allclose(acc, [0.8413447460685429], rtol=1e-6)  # Phi(1)
