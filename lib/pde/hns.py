@@ -284,6 +284,13 @@ class PeriodicCNN(nn.Module):
 
   @nn.compact
   def __call__(self, u):
+    # A [B, n] batch would be convolved across the batch axis: vmap instead.
+    errors.check(
+      u.ndim == 1,
+      errors.ShapeError,
+      f"PeriodicCNN takes one field u [n], got shape {u.shape} (vmap over a "
+      "batch of fields)",
+    )
     z = u[:, None]
     if self.derivative_stencil is not None:
       errors.check(

@@ -334,3 +334,18 @@ def test_non_periodic_message_names_the_offending_field():
     pde.check_initial_condition(np.stack([ramp, wave]), 16)
   with pytest.raises(errors.ShapeError, match="n_x >= 2"):
     pde.check_initial_condition(np.ones(1), 1)
+
+
+def test_periodic_cnn_refuses_a_batch_of_fields():
+  # A [B, n] batch was convolved across its batch axis (the rolls run over
+  # axis 0), silently; vmapped, each field is its own periodic signal.
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * jnp.arange(16) / 16)
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]))
+  params = model.init(jax.random.key(0), u)
+  batch = jax.vmap(lambda v: model.apply(params, v))(
+    jnp.stack([u, jnp.roll(u, 3)])
+  )
+  # Circular convolution commutes with a periodic shift.
+  np.testing.assert_allclose(batch[1], jnp.roll(batch[0], 3), atol=1e-6)
