@@ -240,6 +240,14 @@ class KernelMLPFunctional(nn.Module):
       errors.ConfigError,
       f"unknown kernel_type {self.kernel_type!r}; expected one of {KERNELS}",
     )
+    # A [B, n] batch would broadcast against kappa [n] and be summed into one
+    # number for the whole batch: vmap instead.
+    errors.check(
+      u.ndim == 1 and x.shape == u.shape,
+      errors.ShapeError,
+      f"KernelMLPFunctional takes one field u [n] on points x [n], got u "
+      f"{u.shape} and x {x.shape} (vmap over a batch of fields)",
+    )
     z = x[:, None] if self.kernel_type == "linear" else jnp.stack([x, u], -1)
     for w in self.hidden:
       z = nn.gelu(nn.Dense(w)(z))

@@ -349,3 +349,17 @@ def test_periodic_cnn_refuses_a_batch_of_fields():
   )
   # Circular convolution commutes with a periodic shift.
   np.testing.assert_allclose(batch[1], jnp.roll(batch[0], 3), atol=1e-6)
+
+
+def test_kernel_mlp_functional_refuses_a_batch_of_fields():
+  # With the linear kernel a [B, n] batch broadcast against kappa [n] and
+  # H summed over the whole batch: one number, silently.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.KernelMLPFunctional(hidden=(4,), kernel_type="linear")
+  u = jnp.sin(2 * np.pi * g.x)
+  mu_dx = g.mu * g.dx
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]), g.x, mu_dx)
+  params = model.init(jax.random.key(0), u, g.x, mu_dx)
+  h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, -u]))
+  np.testing.assert_allclose(h[1], -h[0])  # linear in u for kappa(x)
