@@ -229,3 +229,18 @@ def test_load_ucr_multiple_must_be_positive():
   # multiple=0 raised ZeroDivisionError from the padding arithmetic.
   with pytest.raises(errors.ConfigError, match="multiple must be >= 1"):
     explain.load_ucr("GunPoint", multiple=0)
+
+
+def test_haar_views_of_an_integer_series():
+  # H was cast to the input's integer dtype: every 1/sqrt(2) became 0 and
+  # dwt / idwt / to_time returned zeros, silently.
+  x = jnp.arange(8)
+  c = explain.dwt(x, 1)
+  s2 = np.sqrt(2.0)
+  want = [1 / s2, 5 / s2, 9 / s2, 13 / s2, -1 / s2, -1 / s2, -1 / s2, -1 / s2]
+  np.testing.assert_allclose(c, want, rtol=1e-6)
+  np.testing.assert_allclose(explain.idwt(c, 1), x, atol=1e-5)
+  np.testing.assert_allclose(
+    explain.idwt(jnp.eye(8, dtype=int)[0], 1)[:2], 1 / s2
+  )
+  assert float(jnp.sum(explain.to_time(jnp.ones(8, int), 1))) > 0
