@@ -18,6 +18,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import xlog1py
+from jax.scipy.special import xlogy
 
 from lib.core import errors
 
@@ -79,7 +81,9 @@ def group_metrics(
   y = y.astype(p.dtype)
   eps = 1e-12
   pc = jnp.clip(p, eps, 1 - eps)
-  ce = -(y * jnp.log(pc) + (1 - y) * jnp.log1p(-pc))
+  # xlogy: a term of weight 0 is 0 even where its log is -inf (a score of
+  # exactly 0 or 1: float32 rounds 1 - eps to 1), instead of 0 * inf = NaN.
+  ce = -(xlogy(y, pc) + xlog1py(1 - y, -pc))
   pred = (p >= threshold).astype(p.dtype)
   tp, fp = jnp.sum(w * y * pred), jnp.sum(w * (1 - y) * pred)
   pos, neg = jnp.sum(w * y), jnp.sum(w * (1 - y))

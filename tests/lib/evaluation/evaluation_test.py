@@ -319,3 +319,21 @@ def test_bfloat16_features_are_fitted_in_float32():
   got = ev.group_probability(jnp.asarray(v, jnp.bfloat16), a, "binary")
   assert got.dtype == jnp.float32
   np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_log_loss_of_hard_scores_is_not_nan():
+  # float32 rounds 1 - 1e-12 to 1, so a score of exactly 1 met
+  # (1 - y) * log1p(-1) = 0 * -inf = NaN even where y = 1 (a perfect
+  # prediction); the CSV loader accepts scores in [0, 1].
+  p = jnp.array([1.0, 0.0, 1.0, 0.0])
+  y = jnp.array([1, 0, 1, 1])
+  m = ev.group_metrics(p, y)
+  # Rows: 0, ~1e-12, 0 and -log(1e-12) for the missed positive.
+  np.testing.assert_allclose(m["log_loss"], -np.log(1e-12) / 4, rtol=1e-6)
+  # A confident mistake is an infinite loss, not NaN.
+  assert (
+    float(
+      ev.group_metrics(jnp.array([1.0, 0.5]), jnp.array([0, 1]))["log_loss"]
+    )
+    == np.inf
+  )
