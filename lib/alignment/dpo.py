@@ -63,8 +63,11 @@ def preference_loss(h, beta: float, kind: str = "dpo"):
 
 
 def check_beta(beta) -> None:
+  """ConfigError unless beta is a scalar > 0; a traced beta (an argument of
+  a jitted or vmapped function) is checked for its shape only."""
+  traced = isinstance(beta, jax.core.Tracer)
   errors.check(
-    np.ndim(beta) == 0 and float(beta) > 0,
+    np.ndim(beta) == 0 and (traced or float(beta) > 0),
     errors.ConfigError,
     f"beta must be a number > 0, got {beta!r}",
   )
@@ -186,15 +189,24 @@ def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
   for any beta > 0: the test accuracy of a Gaussian cluster without test-set
   sampling noise (the paper's test error is this expectation). delta = 0
   gives r = 0, never > 0: accuracy 0, as `reward_accuracy` counts it.
+  `noise` may be traced (a jitted or vmapped argument). Phi is evaluated in
+  at least float32 (jax's ndtr takes no bfloat16/float16).
   """
+  ndtr32 = lambda z: ndtr(z.astype(jnp.promote_types(z.dtype, jnp.float32)))
   dw = w - w_ref
   delta = dw[y_w] - dw[y_l]
   norm = jnp.linalg.norm(delta, axis=-1)
   mean_margin = jnp.sum(delta * mean, axis=-1)
-  if noise == 0:
-    return (mean_margin > 0).astype(mean.dtype)
-  z = mean_margin / (noise * jnp.where(norm > 0, norm, 1.0))
-  return jnp.where(norm > 0, ndtr(z), 0.0)
+  hard = (mean_margin > 0).astype(mean.dtype)
+  if not isinstance(noise, jax.core.Tracer):
+    if noise == 0:
+      return hard
+    z = mean_margin / (noise * jnp.where(norm > 0, norm, 1.0))
+    return jnp.where(norm > 0, ndtr32(z), 0.0)
+  # Traced noise: the same numbers, with noise = 0 selected, not branched on.
+  spread = jnp.where(noise > 0, noise, 1.0) * jnp.where(norm > 0, norm, 1.0)
+  soft = jnp.where(norm > 0, ndtr32(mean_margin / spread), 0.0)
+  return jnp.where(noise > 0, soft, hard)
 
 
 def reward_accuracy(w, w_ref, g, y_w, y_l, beta, mask=None):

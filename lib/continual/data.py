@@ -134,13 +134,18 @@ def from_arrays(
   Tasks are taken in increasing task-id order; a bias column is appended.
 
   Raises:
-    ShapeError: lengths differ, or features not 2-D.
+    ShapeError: lengths differ, features not 2-D, or labels not 1-D.
     NonFiniteError: NaN/inf in the features.
-    ConfigError: labels outside [0, num_classes) or not integers.
+    ConfigError: labels outside [0, num_classes) or not integers, or
+      test_fraction outside [0, 1).
   """
   x = np.asarray(features)
   y = np.asarray(labels)
   t = np.asarray(task_ids)
+  if not 0.0 <= test_fraction < 1.0:
+    raise errors.ConfigError(
+      f"test_fraction must be in [0, 1), got {test_fraction}"
+    )
   if x.ndim != 2:
     raise errors.ShapeError(f"{what} must be [N, d], got shape {x.shape}")
   if not (len(x) == len(y) == len(t)):
@@ -158,8 +163,11 @@ def from_arrays(
   if t.ndim != 1:
     raise errors.ShapeError(f"{what} task ids must be 1-D, got {t.shape}")
   _check_integers(t, f"{what} task_ids", "task ids")
-  if y.ndim == 1:
-    _check_integers(y, f"{what} labels", "labels")
+  if y.ndim != 1:
+    raise errors.ShapeError(
+      f"{what} labels must be 1-D class ids, got shape {y.shape}"
+    )
+  _check_integers(y, f"{what} labels", "labels")
   if num_classes is None:
     num_classes = int(np.max(y)) + 1 if y.size else 0
   y = check_labels(y, num_classes, f"{what} labels")

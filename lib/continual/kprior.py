@@ -131,7 +131,12 @@ def eigen_memory(phi, rtol: float = 1e-10) -> Memory:
   """The exact memory of Phi^T Phi: its eigenvectors (unit) and eigenvalues.
 
   Keeps the eigenpairs above rtol * largest, i.e. rank(Phi) vectors.
+  A bfloat16/float16 Phi is decomposed in float32 (eigh has no
+  half-precision kernel) and the memory returned in Phi's dtype.
   """
+  if jnp.dtype(phi.dtype).itemsize < 4:
+    memory = eigen_memory(phi.astype(jnp.float32), rtol)
+    return Memory(memory.u.astype(phi.dtype), memory.w.astype(phi.dtype))
   lam, vecs = jnp.linalg.eigh(phi.T @ phi)
   keep = lam > rtol * jnp.max(lam)
   return Memory(vecs.T[keep], lam[keep])

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from lib.core import errors
+
 
 def breast_cancer_splits(num_splits: int, test_fraction: float, seed: int):
   """Stratified train/test splits, standardised with train statistics.
@@ -14,7 +16,20 @@ def breast_cancer_splits(num_splits: int, test_fraction: float, seed: int):
   Returns:
     (x, y, x_test, y_test) host arrays stacked over splits: [S, n, 31],
     [S, n], [S, n_test, 31], [S, n_test] (test rows in index order).
+
+  Raises:
+    ConfigError: num_splits < 1 or test_fraction outside [0, 1).
   """
+  errors.check(
+    num_splits >= 1,
+    errors.ConfigError,
+    f"num_splits must be >= 1, got {num_splits}",
+  )
+  errors.check(
+    0.0 <= test_fraction < 1.0,
+    errors.ConfigError,
+    f"test_fraction must be in [0, 1), got {test_fraction}",
+  )
   from sklearn import datasets  # Local: keeps `import lib.data` light.
 
   x, y = datasets.load_breast_cancer(return_X_y=True)

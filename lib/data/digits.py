@@ -46,10 +46,33 @@ def class_tasks(
     "x_<task>_<part>": float32 (n, 64), grey levels / 16 in [0, 1], and
     "y_<task>_<part>": int32 (n,) digit labels, for part in train, test.
 
+  Raises:
+    ConfigError: a task without classes, a class outside 0..9, or a class
+      in two tasks.
+
   References:
     Zhou, Jacobs, Gadhikar, Burkholz, "Pay Attention to Small Weights"
     (NanoAdam), NeurIPS 2025 (fine-tuning on a new task, forgetting the old).
   """
+  seen = {}
+  for name, classes in tasks.items():
+    classes = list(classes)
+    errors.check(
+      len(classes) > 0, errors.ConfigError, f"task {name!r} has no classes"
+    )
+    for c in classes:
+      errors.check(
+        c in range(10),
+        errors.ConfigError,
+        f"task {name!r} has class {c!r}; digits are 0..9",
+      )
+      errors.check(
+        c not in seen,
+        errors.ConfigError,
+        f"class {c} is in tasks {seen.get(c)!r} and {name!r}; tasks hold "
+        "disjoint classes",
+      )
+      seen[c] = name
   images, labels = load_digits()
   x = images.reshape(len(images), -1) / 16.0
   train, test = split_indices(len(x), test_fraction=test_fraction, seed=seed)

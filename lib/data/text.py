@@ -14,6 +14,7 @@ References:
 
 import os
 import sysconfig
+import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -66,8 +67,13 @@ def load_corpus(path: str = "", max_bytes: int = 0) -> np.ndarray:
     max_bytes: keep only the first max_bytes tokens (0: all).
 
   Raises:
-    ConfigError: the path does not exist or holds no text.
+    ConfigError: the path does not exist or holds no text, or max_bytes < 0.
   """
+  errors.check(
+    max_bytes >= 0,
+    errors.ConfigError,
+    f"max_bytes must be >= 0 (0: all), got {max_bytes}",
+  )
   if not path:
     return _read_dir(stdlib_dir(), max_bytes, (".py",))
   if not os.path.exists(path):
@@ -98,10 +104,15 @@ def load_token_file(path: str) -> np.ndarray:
       arr = np.load(fh, allow_pickle=False)
       if isinstance(arr, np.lib.npyio.NpzFile):
         with arr:
-          if not arr.files:
-            raise errors.ConfigError(f"token file {path!r} holds no array")
+          if len(arr.files) != 1:
+            raise errors.ConfigError(
+              f"token file {path!r} holds {len(arr.files)} arrays "
+              f"{arr.files}; expected one array of token ids"
+            )
           arr = arr[arr.files[0]]
-  except (OSError, ValueError, EOFError) as e:
+  except errors.ConfigError:
+    raise
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
     first = (str(e).splitlines() or [type(e).__name__])[0]
     if "pickle" in first:
       first = "not numpy's array format, or an array of Python objects"
@@ -169,6 +180,9 @@ def eval_windows(
   tokens: np.ndarray, seq_len: int, max_windows: int
 ) -> np.ndarray:
   """Non-overlapping windows [n, seq_len + 1] from the start of `tokens`."""
+  errors.check(
+    seq_len >= 1, errors.ConfigError, f"seq_len must be >= 1, got {seq_len}"
+  )
   n = min(max_windows, (len(tokens) - 1) // seq_len)
   if n < 1:
     raise errors.ShapeError(

@@ -46,6 +46,12 @@ def load_csv(path: str, columns: dict, group_values=()) -> dict:
   """
   if not os.path.isfile(path):
     raise errors.WorkdirError(f"evaluation CSV {path!r} does not exist")
+  unknown = sorted(set(columns) - set(_EXPECTED))
+  errors.check(
+    not unknown,
+    errors.ConfigError,
+    f"columns has unknown role(s) {unknown}; the roles are {sorted(_EXPECTED)}",
+  )
   wanted = {k: v for k, v in columns.items() if v}
   codes = _group_codes(group_values)
   out = {role: [] for role in wanted}

@@ -18,6 +18,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import xlog1py
+from jax.scipy.special import xlogy
 
 from lib.core import errors
 
@@ -79,7 +81,9 @@ def group_metrics(
   y = y.astype(p.dtype)
   eps = 1e-12
   pc = jnp.clip(p, eps, 1 - eps)
-  ce = -(y * jnp.log(pc) + (1 - y) * jnp.log1p(-pc))
+  # xlogy: a term of weight 0 is 0 even where its log is -inf (a score of
+  # exactly 0 or 1: float32 rounds 1 - eps to 1), instead of 0 * inf = NaN.
+  ce = -(xlogy(y, pc) + xlog1py(1 - y, -pc))
   pred = (p >= threshold).astype(p.dtype)
   tp, fp = jnp.sum(w * y * pred), jnp.sum(w * (1 - y) * pred)
   pos, neg = jnp.sum(w * y), jnp.sum(w * (1 - y))
@@ -113,9 +117,12 @@ def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
 
   P(y=1 | f) = sigmoid(f @ theta); a tiny ridge keeps separable data finite.
   Everything is computed in the features' dtype (y, w and the ridge are cast
-  to it), so the loop carry keeps one dtype with or without jax_enable_x64.
+  to it), so the loop carry keeps one dtype with or without jax_enable_x64;
+  bfloat16/float16 features in float32 (the solve has no half-precision
+  kernel), which is theta's dtype then.
   """
-  dtype = features.dtype
+  dtype = jnp.promote_types(features.dtype, jnp.float32)
+  features = features.astype(dtype)
   w = jnp.ones(features.shape[0], dtype) if w is None else w.astype(dtype)
   y = y.astype(dtype)
   d = features.shape[1]
@@ -133,12 +140,22 @@ def predict_logistic(theta, features):
   return jax.nn.sigmoid(features @ theta)
 
 
+# How P(A | V) models V: "binary" (an intercept and V) or "poly" (a
+# polynomial of the standardised V).
+GROUP_MODELS = ("binary", "poly")
+
+
 def group_probability(v, a, kind: str, degree: int = 3):
-  """P(A=1 | V) by logistic regression: V continuous (poly) or binary.
+  """P(A=1 | V) by logistic regression: V continuous ("poly") or "binary".
 
   Integer V (as `simulate` returns it) is cast to the default float dtype
   (float64 under jax_enable_x64), float V keeps its own.
   """
+  errors.check(
+    kind in GROUP_MODELS,
+    errors.ConfigError,
+    f"unknown group model kind {kind!r}; expected one of {GROUP_MODELS}",
+  )
   v = jnp.asarray(v)
   if not jnp.issubdtype(v.dtype, jnp.floating):
     v = v.astype(jnp.result_type(float))
@@ -243,6 +260,11 @@ def bootstrap(
     errors.ConfigError,
     f"bootstrap by={by!r}: expected 'indices' or 'counts'",
   )
+  errors.check(
+    0.0 < level < 1.0,
+    errors.ConfigError,
+    f"bootstrap level={level!r}: a coverage in (0, 1), e.g. 0.95",
+  )
   one, many = _compiled(statistic, by)
   point = one(
     jnp.arange(n) if by == "indices" else jnp.ones(n, jnp.float32), args
@@ -274,6 +296,21 @@ def check_inputs(p, y, a, w=None) -> None:
     bool(np.all(np.isfinite(p))),
     errors.NonFiniteError,
     f"{int(np.sum(~np.isfinite(p)))} scores are not finite",
+  )
+  outside = (p < 0) | (p > 1)
+  errors.check(
+    not bool(np.any(outside)),
+    errors.ConfigError,
+    f"{int(np.sum(outside))} scores are not probabilities in [0, 1] (first: "
+    f"{p[outside][0] if outside.any() else None}); logits? pass "
+    "1 / (1 + exp(-logit))",
+  )
+  binary = (y == 0) | (y == 1)
+  errors.check(
+    bool(np.all(binary)),
+    errors.ConfigError,
+    f"{int(np.sum(~binary))} labels are not 0 or 1 (first: "
+    f"{y[~binary][0] if (~binary).any() else None})",
   )
   for g in np.unique(a):
     classes = np.unique(y[a == g])

@@ -39,6 +39,23 @@ class Setting:
   m: tuple = ((-1.0, 1.0), (-1.0, 1.0))  # anticausal X | A, Y
   selection: str = "none"  # none | x | y | ay
 
+  def __post_init__(self):
+    # A misspelt family ran the anticausal DGP and a misspelt selection
+    # none, silently.
+    errors.check(
+      self.family in FAMILIES,
+      errors.ConfigError,
+      f"unknown family {self.family!r}; expected one of {FAMILIES}",
+    )
+    errors.check(
+      self.selection in SELECTIONS,
+      errors.ConfigError,
+      f"unknown selection {self.selection!r}; expected one of {SELECTIONS}",
+    )
+
+
+FAMILIES = ("causal", "anticausal")
+SELECTIONS = ("none", "x", "y", "ay")
 
 # A pytree: the family and selection choose the program, the numbers are
 # traced, so one compiled `simulate` serves every setting of a family,

@@ -54,12 +54,21 @@ def ucr_dir() -> str | None:
 
 
 def read_ts(path: str):
-  """(x [N, n], labels [N] str) of a univariate, equal-length .ts file."""
+  """(x [N, n], labels [N] str) of a univariate, equal-length .ts file.
+
+  Raises:
+    WorkdirError: the file does not exist.
+    ConfigError: a data line without its ':label', a value that is not a
+      number, or no series at all (naming the file and line).
+    NonFiniteError: a NaN or infinite value (missing values are not
+      supported).
+    ShapeError: series of different lengths.
+  """
   if not os.path.isfile(path):
     raise errors.WorkdirError(f"UCR file {path!r} does not exist")
   xs, labels, data = [], [], False
   with open(path) as f:
-    for line in f:
+    for number, line in enumerate(f, start=1):
       line = line.strip()
       if not line or line.startswith("#"):
         continue
@@ -68,9 +77,37 @@ def read_ts(path: str):
         continue
       if not data or line.startswith("@"):
         continue
+      where = f"{path} line {number}"
+      errors.check(
+        ":" in line,
+        errors.ConfigError,
+        f"{where}: no ':label' after the values",
+      )
       values, label = line.rsplit(":", 1)
-      xs.append([float(v) for v in values.split(",")])
+      row = []
+      for v in values.split(","):
+        try:
+          row.append(float(v))
+        except ValueError:
+          raise errors.ConfigError(
+            f"{where}: {v!r} is not a number (univariate series only)"
+          ) from None
+      errors.check(
+        all(np.isfinite(row)),
+        errors.NonFiniteError,
+        f"{where}: a NaN or infinite value (missing values are not supported)",
+      )
+      errors.check(
+        not xs or len(row) == len(xs[0]),
+        errors.ShapeError,
+        f"{where}: {len(row)} values, the first series {len(xs[0]) if xs else 0}"
+        "; equal-length series only",
+      )
+      xs.append(row)
       labels.append(label)
+  errors.check(
+    bool(xs), errors.ConfigError, f"{path} holds no series after '@data'"
+  )
   return np.asarray(xs, np.float32), np.asarray(labels)
 
 
@@ -82,6 +119,11 @@ def load_ucr(name: str, multiple: int = 1):
   """
   errors.check(
     name in UCR, errors.ConfigError, f"unknown UCR set {name!r}; bundled: {UCR}"
+  )
+  errors.check(
+    multiple >= 1,
+    errors.ConfigError,
+    f"multiple must be >= 1 (the length's divisor), got {multiple}",
   )
   root = ucr_dir()
   if root is None:

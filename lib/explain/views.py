@@ -67,20 +67,38 @@ def haar_matrix(n: int, level: int, dtype=np.float64) -> np.ndarray:
   return out.astype(dtype)
 
 
+def _floating(x):
+  """x itself if floating, else in the default float dtype (an integer H
+  would round every 1/sqrt(2) entry to 0)."""
+  x = jnp.asarray(x)
+  if jnp.issubdtype(x.dtype, jnp.floating):
+    return x
+  return x.astype(jnp.result_type(float))
+
+
 def dwt(x, level: int):
   """Level-`level` Haar coefficients of x [..., n] (orthonormal)."""
+  x = _floating(x)
   h = jnp.asarray(haar_matrix(x.shape[-1], level, np.dtype(x.dtype)))
   return x @ h.T
 
 
 def idwt(c, level: int):
   """Inverse of `dwt`: x = H^T c."""
+  c = _floating(c)
   h = jnp.asarray(haar_matrix(c.shape[-1], level, np.dtype(c.dtype)))
   return c @ h
 
 
 def integrated_gradients(f, x, baseline, steps: int = 64):
-  """IG_i = (x - x')_i * mean_k df/dx_i(x' + a_k (x - x')), a_k midpoints."""
+  """IG_i = (x - x')_i * mean_k df/dx_i(x' + a_k (x - x')), a_k midpoints.
+
+  Raises:
+    ConfigError: steps < 1 (the mean over no points is NaN).
+  """
+  errors.check(
+    steps >= 1, errors.ConfigError, f"IG needs steps >= 1, got {steps}"
+  )
   alphas = (jnp.arange(steps, dtype=x.dtype) + 0.5) / steps
   grads = jax.vmap(lambda a: jax.grad(f)(baseline + a * (x - baseline)))(alphas)
   return (x - baseline) * jnp.mean(grads, axis=0)
@@ -145,5 +163,6 @@ def kigv(f, x, baseline, level: int, keystone, steps: int = 64):
 
 def to_time(attributions, level: int):
   """Coefficient attributions -> time scores |H|^T |a| (ours, for ranking)."""
+  attributions = _floating(attributions)
   h = jnp.abs(jnp.asarray(haar_matrix(attributions.shape[-1], level)))
   return jnp.abs(attributions) @ h.astype(attributions.dtype)

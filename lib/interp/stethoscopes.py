@@ -128,8 +128,9 @@ def select(
     patterns: module name -> regex searched in 'block_0/o_proj/kernel'.
 
   Raises:
-    ConfigError: an unknown module name, or a named module that matches no
-      leaf of `params`.
+    ConfigError: an unknown module name, a named module that matches no
+      leaf of `params`, or a group none of whose modules does (a model
+      without, say, gate/up/down still takes 'all').
   """
   wanted = expand(modules, patterns)
   found = set()
@@ -145,7 +146,12 @@ def select(
     return True
 
   mask = jax.tree_util.tree_map_with_path(pick, params)
-  missing = [m for m in wanted if m not in found]
+  requested = (modules,) if isinstance(modules, str) else tuple(modules)
+  missing = [
+    m
+    for m in requested
+    if not found.intersection((m,) if m in patterns else GROUPS[m])
+  ]
   if missing:
     raise errors.ConfigError(
       f"modules {missing} match no parameter"
@@ -190,7 +196,8 @@ def merge(
   """A with the leaves of `modules` (in `layers`) copied from B.
 
   Norms are copied only when 'norm' is named (the paper keeps A's norms).
-  merge(a, b, ()) is A and merge(a, b, 'all') is B, bit for bit.
+  merge(a, b, ()) is A, and merge(a, b, 'all') is B bit for bit when every
+  leaf's name matches a pattern (leaves that match none stay A's).
   """
   check_same_structure(a, b)
   modules = tuple(modules) if not isinstance(modules, str) else (modules,)
@@ -233,15 +240,25 @@ def freeze_where(
   runs with different trainable modules share one state shape and one
   vmapped program. For a per-leaf `tx` (Adam, AdamW, SGD: no global-norm
   clipping) the trained leaves move exactly as under `freeze`, whose state
-  covers only them; `freeze` is the right tool for one run.
+  covers only them; `freeze` is the right tool for one run. Extra arguments
+  of `update` (e.g. `value=` for `optax.contrib.reduce_on_plateau`) reach
+  `tx`.
   """
+  inner = optax.with_extra_args_support(tx)
 
-  def update(updates, state, params=None):
-    updates, state = tx.update(updates, state, params)
-    zero = lambda m, u: jnp.where(m, u, jnp.zeros_like(u))
+  def update(updates, state, params=None, **extra_args):
+    updates, state = inner.update(updates, state, params, **extra_args)
+
+    def zero(m, u):
+      # Inside optax.masked / multi_transform the leaves not handed to this
+      # transformation arrive as MaskedNode placeholders: pass them on.
+      if isinstance(u, optax.MaskedNode):
+        return u
+      return jnp.where(m, u, jnp.zeros_like(u))
+
     return jax.tree.map(zero, mask, updates), state
 
-  return optax.GradientTransformation(tx.init, update)
+  return optax.GradientTransformationExtraArgs(inner.init, update)
 
 
 def destroy(

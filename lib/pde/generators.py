@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import errors
 from lib.pde import derivatives
 
 
@@ -47,6 +48,14 @@ def sine_series(params: SineParams, x, length):
     + params.phase[:, None]
   )
   return jnp.sum(params.amplitude[:, None] * jnp.sin(arg), axis=0)
+
+
+def _check_batch(a, ndim: int, what: str, layout: str) -> None:
+  errors.check(
+    a.ndim == ndim,
+    errors.ShapeError,
+    f"{what} must be {layout}, got shape {a.shape} (add a batch axis: a[None])",
+  )
 
 
 # ---------------------------------------------------------------- advection
@@ -147,7 +156,9 @@ def kdv_etdrk4(u0, *, length, dt, save_every, num_saves, dealias=True):
     v, _ = jax.lax.scan(step, v, None, length=save_every)
     return v, jnp.fft.irfft(v, n=n)
 
-  v0 = jnp.fft.rfft(u0)
+  # bfloat16/float16 u0: the FFT takes float32/float64 only; frames are
+  # returned in u0's dtype.
+  v0 = jnp.fft.rfft(u0.astype(jnp.promote_types(u0.dtype, jnp.float32)))
   _, frames = jax.lax.scan(save, v0, None, length=num_saves)
   return jnp.concatenate([u0[None], frames.astype(u0.dtype)], axis=0)
 
@@ -158,6 +169,7 @@ def kdv_etdrk4(u0, *, length, dt, save_every, num_saves, dealias=True):
 )
 def kdv_trajectories(u0, *, length, dt, save_every, num_saves, dealias=True):
   """Batched `kdv_etdrk4` over u0 [B, n] -> [B, num_saves + 1, n]."""
+  _check_batch(u0, 2, "kdv_trajectories u0", "[B, n]")
   fn = functools.partial(
     kdv_etdrk4,
     length=length,
@@ -198,8 +210,22 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
 
   Returns:
     [B, T, 2, n] trajectories.
+
+  Raises:
+    ShapeError: state0 is not [B, 2, n] (an unbatched [2, n] state was
+      read as a batch of two one-point fields).
   """
+  _check_batch(state0, 3, "wave_trajectories state0", "[B, 2, n]")
+  errors.check(
+    state0.shape[1] == 2,
+    errors.ShapeError,
+    f"wave_trajectories state0 must be [B, 2, n] (phi, pi), got shape "
+    f"{state0.shape}",
+  )
   n = state0.shape[-1]
+  dtype = state0.dtype
+  # bfloat16/float16: the FFT takes float32/float64 only (cast back below).
+  state0 = state0.astype(jnp.promote_types(dtype, jnp.float32))
   k = derivatives.wavenumbers(n, length)
   w = speed * jnp.abs(k)
   phi_h = jnp.fft.rfft(state0[:, 0], axis=-1)[:, None]
@@ -212,4 +238,5 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
   pi = -w * jnp.sin(wt) * phi_h + jnp.cos(wt) * pi_h
   phi = jnp.fft.irfft(phi, n=n, axis=-1)
   pi = jnp.fft.irfft(pi, n=n, axis=-1)
-  return jnp.stack([phi, pi], axis=-2)
+  out = jnp.stack([phi, pi], axis=-2)
+  return out if jnp.dtype(dtype).itemsize >= 4 else out.astype(dtype)

@@ -112,6 +112,12 @@ class IntegralKernelFunctional(nn.Module):
   def density(self, u, x):
     """Energy density e_i = <kappa_theta(x_i, u_i | u), P_u u_i>, [n]."""
     self.setup_check()
+    errors.check(
+      u.ndim == 1 and x.shape == u.shape,
+      errors.ShapeError,
+      f"IntegralKernelFunctional takes one field u [n] on points x [n], got "
+      f"u {u.shape} and x {x.shape} (vmap over a batch of fields)",
+    )
     pu = nn.Dense(self.proj_dim, name="lift_u")(u[:, None])  # [n, P]
     xs = x / self.length if self.normalize_x else x
     freq = nn.Dense(
@@ -234,6 +240,14 @@ class KernelMLPFunctional(nn.Module):
       errors.ConfigError,
       f"unknown kernel_type {self.kernel_type!r}; expected one of {KERNELS}",
     )
+    # A [B, n] batch would broadcast against kappa [n] and be summed into one
+    # number for the whole batch: vmap instead.
+    errors.check(
+      u.ndim == 1 and x.shape == u.shape,
+      errors.ShapeError,
+      f"KernelMLPFunctional takes one field u [n] on points x [n], got u "
+      f"{u.shape} and x {x.shape} (vmap over a batch of fields)",
+    )
     z = x[:, None] if self.kernel_type == "linear" else jnp.stack([x, u], -1)
     for w in self.hidden:
       z = nn.gelu(nn.Dense(w)(z))
@@ -278,6 +292,13 @@ class PeriodicCNN(nn.Module):
 
   @nn.compact
   def __call__(self, u):
+    # A [B, n] batch would be convolved across the batch axis: vmap instead.
+    errors.check(
+      u.ndim == 1,
+      errors.ShapeError,
+      f"PeriodicCNN takes one field u [n], got shape {u.shape} (vmap over a "
+      "batch of fields)",
+    )
     z = u[:, None]
     if self.derivative_stencil is not None:
       errors.check(

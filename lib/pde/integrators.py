@@ -10,6 +10,8 @@ Functional Approximation", NeurIPS 2025, Alg. 1 / App. D.
 import jax
 import jax.numpy as jnp
 
+from lib.core import errors
+
 
 def euler_step(f, u, dt):
   """u + dt f(u)."""
@@ -25,8 +27,17 @@ def rk4_step(f, u, dt):
   return u + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
 
 
+def _promoted(step_fn, u0):
+  """u0 in the dtype one step returns (a bfloat16 field under a float32
+  model steps in float32), so that the scan's carry keeps one dtype."""
+  out = jax.eval_shape(step_fn, u0)
+  return u0.astype(jnp.promote_types(u0.dtype, out.dtype))
+
+
 def rk4_rollout(f, u0, dt, num_steps):
-  """RK4 trajectory [num_steps + 1, *u0.shape], including u0."""
+  """RK4 trajectory [num_steps + 1, *u0.shape], including u0 (in the dtype
+  the step returns, as `ab2_rollout`)."""
+  u0 = _promoted(lambda u: rk4_step(f, u, dt), u0)
 
   def step(u, _):
     u_next = rk4_step(f, u, dt)
@@ -58,7 +69,9 @@ def ab2_rollout(f, u0, dt, num_steps):
 
 
 def next_step_rollout(step_fn, u0, num_steps):
-  """Autoregressive trajectory of a learned map u_{t+1} = step_fn(u_t)."""
+  """Autoregressive trajectory of a learned map u_{t+1} = step_fn(u_t)
+  (in the dtype the step returns, as `ab2_rollout`)."""
+  u0 = _promoted(step_fn, u0)
 
   def step(u, _):
     u_next = step_fn(u)
@@ -69,13 +82,22 @@ def next_step_rollout(step_fn, u0, num_steps):
 
 
 def richardson_dudt(traj, dt):
-  """4th-order du/dt of a trajectory [T, ...] (T >= 5) along axis 0.
+  """4th-order du/dt of a trajectory [T, ...] (T >= 6) along axis 0.
 
   Interior: (4/3)(u_{t+1} - u_{t-1})/(2dt) - (1/3)(u_{t+2} - u_{t-2})/(4dt);
   the first and last two steps use one-sided 5-point formulas, as in the
-  HNS code.
+  HNS code (the one at step 1 reads u_1..u_5, hence T >= 6).
+
+  Raises:
+    ShapeError: fewer than 6 steps.
   """
   u = traj
+  errors.check(
+    u.ndim >= 1 and u.shape[0] >= 6,
+    errors.ShapeError,
+    f"richardson_dudt needs a trajectory of >= 6 steps on axis 0, got "
+    f"shape {u.shape}",
+  )
   interior = (4.0 / 3.0) * (u[3:-1] - u[1:-3]) / (2.0 * dt) - (1.0 / 3.0) * (
     u[4:] - u[:-4]
   ) / (4.0 * dt)

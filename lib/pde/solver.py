@@ -71,7 +71,15 @@ def field_map(kind, model, grid):
 
   HNS: the functional derivative dH_theta/du (autodiff, divided by mu dx).
   derivative CNN: du/dt. next-step CNN: u_{t+1} - u_t.
+
+  Raises:
+    ConfigError: an unknown kind (a misspelt one was treated as a CNN).
   """
+  errors.check(
+    kind in MODEL_KINDS,
+    errors.ConfigError,
+    f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}",
+  )
   if kind == "hns":
     mu_dx = grid.mu * grid.dx
 
@@ -183,9 +191,15 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
   u_t = J dH_theta/du); the next-step CNN is autoregressive.
 
   Raises:
-    ShapeError / NonFiniteError / ConfigError: u0 does not match the grid,
-      is not finite or is not periodic (checked on the host first).
+    ShapeError / NonFiniteError / ConfigError: u0 is not [B, n] on the
+      grid, is not finite or is not periodic (checked on the host first).
   """
+  errors.check(
+    jnp.ndim(u0) == 2,
+    errors.ShapeError,
+    f"rollout takes a batch of initial conditions u0 [B, n], got shape "
+    f"{jnp.shape(u0)} (one field: u0[None])",
+  )
   validation.check_initial_condition(u0, grid.n)
   return _rollout(
     params,

@@ -53,7 +53,10 @@ def knn_entropy(x, weights=None, k: int = 4) -> jax.Array:
   """
   n, d = x.shape
   w = jnp.full((n,), 1.0 / n, x.dtype) if weights is None else weights
-  dist = jnp.sqrt(jnp.sum((x[:, None] - x[None]) ** 2, axis=-1))
+  sq = jnp.sum((x[:, None] - x[None]) ** 2, axis=-1)
+  # sqrt'(0) is inf: the zero self-distances (and duplicates) would give a
+  # NaN gradient with respect to x; the same distances, a finite gradient.
+  dist = jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
   # (k + 1)-NN including the point itself: columns 0 .. k.
   neg, idx = jax.lax.top_k(-dist, k + 1)
   radius = -neg[:, k]

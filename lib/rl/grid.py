@@ -120,12 +120,24 @@ def rollout(grid: Grid, logits: jax.Array, key: jax.Array, horizon: int):
 
   Returns:
     (cells [horizon + 1, n] including the start, actions [horizon, n]).
+
+  Raises:
+    ConfigError: horizon < 1. ShapeError: logits not [n, H*W, 4] (another
+      grid's or agent count's logits would be indexed out of range, which
+      JAX clamps silently).
   """
   errors.check(
     horizon >= 1, errors.ConfigError, f"horizon must be >= 1, got {horizon}"
   )
-  table = jnp.asarray(grid.transition_table())
   n = grid.num_agents
+  want = (n, grid.num_cells, NUM_ACTIONS)
+  errors.check(
+    tuple(jnp.shape(logits)) == want,
+    errors.ShapeError,
+    f"logits must be [agents, cells, actions] = {list(want)} for this grid, "
+    f"got {list(jnp.shape(logits))}",
+  )
+  table = jnp.asarray(grid.transition_table())
   start = reset(grid)
 
   def body(cells, k):

@@ -139,7 +139,9 @@ def epoch(grid, config: TRPEConfig, logits_b, key):
     it, logits, opt, scale, tries, _ = c
     g = grad_fn(logits, logits_b, cells, actions, values)
     upd, opt_new = tx.update(g, opt, logits)
-    new = logits + config.learning_rate * scale * upd  # ascent
+    # Ascent; in the logits' own dtype (the float32 step scale would
+    # promote bfloat16 logits and change the loop carry's type).
+    new = (logits + config.learning_rate * scale * upd).astype(logits.dtype)
     kl = mean_kl(logits_b, new, cells)
     finite = jnp.all(jnp.isfinite(new)) & jnp.all(jnp.isfinite(kl))
     within = finite & jnp.all(kl <= config.kl_threshold)

@@ -86,6 +86,12 @@ def online_iteration(
 
   `tau` may be traced (one program serves every tau). The loss is the mean
   weighted VAE loss over the iteration's steps.
+
+  The buffer must have room for the iteration's E * horizon new states
+  (count + E * horizon <= cap); past that, `dynamic_update_slice` would
+  overwrite the last rows and the batches would repeat the last row. A
+  concrete count is checked (ConfigError); under jit size the buffer for
+  the whole run (count after n iterations: 1 + n * E * horizon).
   """
   errors.check(
     method in METHODS,
@@ -93,6 +99,14 @@ def online_iteration(
     f"method={method!r} is not one of {METHODS}",
   )
   walkers = state["walkers"].shape[0]
+  cap, adds = state["buffer"].shape[0], walkers * horizon
+  if not isinstance(state["count"], jax.core.Tracer):
+    errors.check(
+      int(state["count"]) + adds <= cap,
+      errors.ConfigError,
+      f"the buffer holds {cap} states; {int(state['count'])} are filled and "
+      f"this iteration adds {adds} (walkers x horizon): make it larger",
+    )
   k_goal, k_train = jax.random.split(key)
   # Goals from the prior, reached greedily; states join the buffer.
   goals = imagine_goals(vae, state["vae"], k_goal, walkers)

@@ -252,3 +252,45 @@ def test_population_accuracy_by_hand_and_by_sampling():
     )
     assert 0.05 < p < 0.95
     assert abs(float(sampled) - p) < 5 * np.sqrt(p * (1 - p) / n)
+
+
+def test_beta_and_noise_may_be_jitted_or_vmapped_arguments():
+  # check_beta called float(beta) and population_accuracy branched on
+  # noise == 0, so jax.jit(loss)(..., beta) and a vmap over beta or noise
+  # raised a ConcretizationTypeError / TracerBoolConversionError.
+  with jax.enable_x64(True):
+    w, w_ref, g, y_w, y_l = _problem(jax.random.key(3))
+    betas = jnp.array([0.1, 0.7])
+
+    def by_hand(beta):  # mean -log sigmoid(r), r by the margin identity
+      dw = np.asarray(w - w_ref)
+      e = dw[np.asarray(y_w)] - dw[np.asarray(y_l)]
+      r = beta * np.sum(e * np.asarray(g), axis=-1)
+      return np.mean(np.log1p(np.exp(-r)))
+
+    jitted = jax.jit(alignment.loss)(w, w_ref, g, y_w, y_l, betas[1])
+    np.testing.assert_allclose(jitted, by_hand(0.7), rtol=1e-12)
+    swept = jax.vmap(alignment.loss, (None,) * 5 + (0,))(
+      w, w_ref, g, y_w, y_l, betas
+    )
+    np.testing.assert_allclose(swept, [by_hand(0.1), by_hand(0.7)], rtol=1e-12)
+    # P = Phi(1) at noise 0.5 (as above); noise 0: the sign of the mean margin.
+    w = jnp.array([[1.0, 0.0], [0.0, 0.0]])
+    mean = jnp.array([[0.5, 3.0], [-0.5, 3.0]])
+    y_w, y_l = jnp.array([0, 0]), jnp.array([1, 1])
+    acc = jax.vmap(
+      alignment.population_accuracy, (None, None, None, None, None, 0)
+    )(w, 0 * w, mean, y_w, y_l, jnp.array([0.5, 0.0]))
+    phi1 = 0.8413447460685429
+    np.testing.assert_allclose(acc, [[phi1, 1 - phi1], [1.0, 0.0]], rtol=1e-12)
+    with pytest.raises(errors.ConfigError, match="beta must be"):
+      jax.jit(alignment.loss)(w, w, mean, y_w, y_l, jnp.zeros((2,)))
+
+
+def test_population_accuracy_of_a_bfloat16_head():
+  # jax's ndtr refused bfloat16 ("x.dtype=bfloat16 is not supported").
+  w = jnp.array([[1.0, 0.0], [0.0, 0.0]], jnp.bfloat16)
+  mean = jnp.array([[0.5, 3.0]], jnp.bfloat16)
+  y_w, y_l = jnp.array([0]), jnp.array([1])
+  acc = alignment.population_accuracy(w, 0 * w, mean, y_w, y_l, 0.5)
+  np.testing.assert_allclose(acc, [0.8413447460685429], rtol=1e-6)  # Phi(1)

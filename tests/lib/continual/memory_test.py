@@ -202,3 +202,26 @@ def test_beta_clamps(clamp):
     np.testing.assert_allclose([data[0], mem[0]], [clipped, clipped])
   else:  # four-moons notebook: only the memory's beta, floored at 1e-4
     np.testing.assert_allclose([data[0], mem[0]], [raw, 1e-4], rtol=1e-6)
+
+
+def test_bfloat16_memory_updates_run_in_float32():
+  # The EM's inverse/solve and eigh have no bfloat16 kernel: update_memory
+  # and eigen_memory raised NotImplementedError('Unsupported dtype').
+  rng = np.random.default_rng(0)
+  x = jnp.asarray(rng.standard_normal((4, 30)), jnp.bfloat16)  # [d, N]
+  w = jnp.asarray(rng.standard_normal((4, 2)), jnp.bfloat16)
+  noise, jitter = 1e-2, 1e-6
+  got = continual.ppca_em_step(w, x, noise, jitter)
+  assert got.dtype == jnp.bfloat16
+  # The module docstring's step in float64 on the same rounded inputs.
+  w64, x64 = np.asarray(w, np.float64), np.asarray(x, np.float64)
+  s_inv = np.linalg.inv(w64.T @ w64 / noise + np.eye(2))
+  m = s_inv @ w64.T @ x64 / noise
+  want = (x64 @ m.T) @ np.linalg.inv(s_inv + m @ m.T + jitter * np.eye(2))
+  np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-2)
+  phi = jnp.asarray(rng.standard_normal((30, 4)), jnp.bfloat16)
+  memory = continual.eigen_memory(phi)
+  assert memory.u.dtype == memory.w.dtype == jnp.bfloat16
+  u, wts = np.asarray(memory.u, np.float64), np.asarray(memory.w, np.float64)
+  gram = np.asarray(phi, np.float64).T @ np.asarray(phi, np.float64)
+  np.testing.assert_allclose((u.T * wts) @ u, gram, atol=0.05 * gram.max())

@@ -1,8 +1,10 @@
 """Breast-cancer splits: stratified, disjoint, standardised on train only."""
 
 import numpy as np
+import pytest
 
 from lib import data
+from lib.core import errors
 
 
 def test_splits_are_stratified_and_standardised_on_train():
@@ -21,3 +23,18 @@ def test_splits_are_stratified_and_standardised_on_train():
   rows = lambda a: {tuple(np.round(r, 6)) for r in a}
   assert not rows(x[0]) & rows(xt[0])
   assert rows(xt[0]) != rows(xt[1])
+
+
+@pytest.mark.parametrize(
+  "splits, fraction, match",
+  [
+    (1, 1.5, "test_fraction"),
+    (1, -0.1, "test_fraction"),
+    (0, 0.2, "num_splits"),
+  ],
+)
+def test_bad_split_settings_are_one_line_errors(splits, fraction, match):
+  # test_fraction 1.5 left no training rows and standardised by the mean of
+  # nothing (NaN, with numpy warnings); 0 splits raised np.stack's ValueError.
+  with pytest.raises(errors.ConfigError, match=match):
+    data.breast_cancer_splits(splits, fraction, seed=0)

@@ -1,7 +1,9 @@
 """The digits split into tasks of disjoint classes."""
 
 import numpy as np
+import pytest
 
+from lib.core import errors
 from lib.data import digits
 
 
@@ -35,3 +37,18 @@ def test_class_tasks_partition_each_class_set_once():
   other = digits.class_tasks(tasks, test_fraction=0.3, seed=1)
   np.testing.assert_array_equal(again["y_a_test"], out["y_a_test"])
   assert not np.array_equal(other["x_a_test"], out["x_a_test"])
+
+
+@pytest.mark.parametrize(
+  "tasks, match",
+  [
+    ({"a": [0, 11]}, "class 11; digits are 0..9"),
+    ({"a": range(5), "b": range(4, 10)}, "class 4 is in tasks 'a' and 'b'"),
+    ({"a": []}, "task 'a' has no classes"),
+  ],
+)
+def test_bad_tasks_are_one_line_errors(tasks, match):
+  # Class 11 silently gave an empty task, an overlap duplicated images in
+  # two "disjoint" tasks, an empty class list an empty task.
+  with pytest.raises(errors.ConfigError, match=match):
+    digits.class_tasks(tasks, test_fraction=0.3, seed=0)

@@ -49,3 +49,32 @@ def test_split_and_windows():
   assert ev.shape == (3, 17) and ev[1, 0] == 16
   with pytest.raises(errors.ConfigError, match="val_fraction"):
     text.train_val_split(tokens, 1.5)
+
+
+def test_bad_user_input_is_a_one_line_config_error(tmp_path):
+  # A damaged .npz (zip magic, then garbage) raised zipfile.BadZipFile from
+  # deep inside numpy; a negative max_bytes silently dropped the last bytes
+  # (tokens[:-5]); seq_len 0 divided by zero.
+  (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04garbage")
+  with pytest.raises(errors.ConfigError, match="bad.npz.*not a readable"):
+    text.load_corpus(str(tmp_path / "bad.npz"))
+  (tmp_path / "a.txt").write_bytes(b"hello world")
+  with pytest.raises(errors.ConfigError, match="max_bytes"):
+    text.load_corpus(str(tmp_path / "a.txt"), max_bytes=-5)
+  with pytest.raises(errors.ConfigError, match="seq_len"):
+    text.eval_windows(np.arange(100), 0, 3)
+
+
+def test_token_npz_must_hold_exactly_one_array(tmp_path):
+  # An .npz of several arrays silently used the first (here the labels);
+  # an empty one said "holds no array" wrapped in "not a readable array".
+  np.savez(tmp_path / "two.npz", labels=np.zeros(5), tokens=np.arange(5))
+  with pytest.raises(errors.ConfigError, match=r"holds 2 arrays"):
+    text.load_corpus(str(tmp_path / "two.npz"))
+  np.savez(tmp_path / "none.npz")
+  with pytest.raises(errors.ConfigError, match=r"^token file '.*' holds 0"):
+    text.load_corpus(str(tmp_path / "none.npz"))
+  np.savez(tmp_path / "one.npz", tokens=np.arange(5))
+  np.testing.assert_array_equal(
+    text.load_corpus(str(tmp_path / "one.npz")), np.arange(5)
+  )

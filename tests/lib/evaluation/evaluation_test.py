@@ -142,6 +142,10 @@ def test_bootstrap_by_counts_is_the_same_resampling_as_by_indices():
   assert rows["auc"]["lo"] < rows["auc"]["mean"] < rows["auc"]["hi"]
   with pytest.raises(errors.ConfigError, match="by='rows'"):
     ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), by="rows")
+  # A level given in percent reached np.nanpercentile as q = -4700 and
+  # failed there ("Percentiles must be in the range [0, 100]").
+  with pytest.raises(errors.ConfigError, match="level=95"):
+    ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), level=95)
 
 
 def test_fit_logistic_recovers_a_known_model():
@@ -157,6 +161,11 @@ def test_fit_logistic_recovers_a_known_model():
     ("single_class", errors.ConfigError, "group 1 has a single class"),
     ("nan_weight", errors.NonFiniteError, "weights are NaN or infinite"),
     ("negative_weight", errors.ConfigError, "weights are negative"),
+    # Labels coded 1/2 and logits for scores passed the checks and gave
+    # silently wrong metrics (log-loss of y = 2, recall over y == 1 only).
+    ("labels_1_2", errors.ConfigError, r"3 labels are not 0 or 1 \(first: 2\)"),
+    ("nan_label", errors.ConfigError, "1 labels are not 0 or 1"),
+    ("logits", errors.ConfigError, "scores are not probabilities"),
   ],
 )
 def test_bad_inputs_fail_in_one_line(case, error, match):
@@ -166,6 +175,12 @@ def test_bad_inputs_fail_in_one_line(case, error, match):
   w = None
   if case == "single_class":
     y = np.array([0, 1, 0, 1, 1, 1])
+  elif case == "labels_1_2":
+    y = np.array([1, 2, 1, 2, 2, 1])
+  elif case == "nan_label":
+    y = np.array([0, 1, 0, 1, np.nan, 0])
+  elif case == "logits":
+    p = np.log(p / (1 - p))
   elif case == "nan_weight":
     w = np.array([1.0, np.nan, 1, 1, 1, 1])
   else:
@@ -187,6 +202,18 @@ def test_csv_loader(tmp_path):
     ev.load_csv(str(path), {"score": "s", "label": "label", "group": "grp"})
   with pytest.raises(errors.WorkdirError, match="does not exist"):
     ev.load_csv(str(tmp_path / "missing.csv"), {"score": "s"})
+  # A misspelt role raised KeyError('labels') after reading the file.
+  with pytest.raises(
+    errors.ConfigError, match=r"unknown role\(s\) \['labels'\]"
+  ):
+    ev.load_csv(str(path), {"score": "s", "labels": "lab", "group": "grp"})
+
+
+def test_unknown_group_model_kind_is_refused():
+  # Any kind but "binary" silently fitted the polynomial model.
+  v, a = jnp.arange(8.0), jnp.arange(8) % 2
+  with pytest.raises(errors.ConfigError, match="group model kind 'quadratic'"):
+    ev.group_probability(v, a, "quadratic")
 
 
 @pytest.mark.parametrize(
@@ -257,3 +284,56 @@ def test_t_statistic_oracles():
   for k in ev.METRICS:
     np.testing.assert_allclose(float(t[k]), float(ref[k]), atol=1e-6)
     np.testing.assert_allclose(float(shifted[k]), float(t[k]) + 1, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+  "kwargs, match",
+  [
+    (dict(family="causl"), "unknown family 'causl'"),
+    (dict(family="causal", selection="xy"), "unknown selection 'xy'"),
+  ],
+)
+def test_a_misspelt_setting_is_refused(kwargs, match):
+  # family 'causl' ran the anticausal DGP and selection 'xy' no selection.
+  with pytest.raises(errors.ConfigError, match=match):
+    ev.Setting(**kwargs)
+
+
+def test_a_user_setting_selects_as_documented():
+  # selection 'y' keeps y = 0 with P = 0.4 and y = 1 with P = 0.8.
+  st = ev.Setting("causal", selection="y")
+  d = ev.simulate(jax.random.key(0), st, 20_000)
+  y, s = np.asarray(d["y"]), np.asarray(d["s"])
+  np.testing.assert_allclose(s[y == 0].mean(), 0.4, atol=0.02)
+  np.testing.assert_allclose(s[y == 1].mean(), 0.8, atol=0.02)
+
+
+def test_bfloat16_features_are_fitted_in_float32():
+  # The Newton solve has no bfloat16 kernel: NotImplementedError('Unsupported
+  # dtype bfloat16') from LAPACK. The binary model's MLE is the empirical
+  # P(A = 1 | V = v) of each group (as above).
+  rng = np.random.default_rng(1)
+  v = (rng.uniform(size=400) < 0.4).astype(np.float32)
+  a = (rng.uniform(size=400) < np.where(v == 1, 0.7, 0.2)).astype(np.int32)
+  want = np.where(v == 1, a[v == 1].mean(), a[v == 0].mean())
+  got = ev.group_probability(jnp.asarray(v, jnp.bfloat16), a, "binary")
+  assert got.dtype == jnp.float32
+  np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_log_loss_of_hard_scores_is_not_nan():
+  # float32 rounds 1 - 1e-12 to 1, so a score of exactly 1 met
+  # (1 - y) * log1p(-1) = 0 * -inf = NaN even where y = 1 (a perfect
+  # prediction); the CSV loader accepts scores in [0, 1].
+  p = jnp.array([1.0, 0.0, 1.0, 0.0])
+  y = jnp.array([1, 0, 1, 1])
+  m = ev.group_metrics(p, y)
+  # Rows: 0, ~1e-12, 0 and -log(1e-12) for the missed positive.
+  np.testing.assert_allclose(m["log_loss"], -np.log(1e-12) / 4, rtol=1e-6)
+  # A confident mistake is an infinite loss, not NaN.
+  assert (
+    float(
+      ev.group_metrics(jnp.array([1.0, 0.5]), jnp.array([0, 1]))["log_loss"]
+    )
+    == np.inf
+  )

@@ -7,6 +7,7 @@ import pytest
 
 from lib import explain
 from lib.core import errors
+from lib.explain import data as explain_data
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -183,3 +184,63 @@ def test_refine_series_on_a_linear_model_is_closed_form():
     np.testing.assert_allclose(float(out[key]), value, rtol=1e-5, err_msg=key)
   assert set(out) == set(want) | {"deletion/kigv1"}
   assert np.isfinite(float(out["deletion/kigv1"]))
+
+
+@pytest.mark.parametrize(
+  "body, error, match",
+  [
+    # Each was a bare ValueError from numpy or float(), or (NaN) no error.
+    ("1,2,3:a\n1,2:b\n", errors.ShapeError, "line 3: 2 values"),
+    ("1,2,x:a\n", errors.ConfigError, "line 2: 'x' is not a number"),
+    ("1,2,3\n", errors.ConfigError, "line 2: no ':label'"),
+    ("1,NaN,3:a\n", errors.NonFiniteError, "line 2: a NaN"),
+    ("", errors.ConfigError, "holds no series"),
+  ],
+)
+def test_read_ts_names_the_bad_line(tmp_path, body, error, match):
+  path = tmp_path / "x.ts"
+  path.write_text("@data\n" + body)
+  with pytest.raises(error, match=match):
+    explain_data.read_ts(str(path))
+
+
+def test_read_ts_reads_a_good_file(tmp_path):
+  path = tmp_path / "x.ts"
+  path.write_text("@problemName x\n# c\n@data\n1,2.5,3:a\n4,5,6:b\n")
+  x, labels = explain_data.read_ts(str(path))
+  np.testing.assert_array_equal(x, [[1, 2.5, 3], [4, 5, 6]])
+  assert labels.tolist() == ["a", "b"]
+
+
+def test_integrated_gradients_needs_a_step():
+  # steps=0 averaged no gradients: NaN attributions, silently, through
+  # view_ig and kigv too. One midpoint step is exact for a quadratic:
+  # d/dx sum x^2 at x/2 is x, times (x - 0).
+  f = lambda s: jnp.sum(s**2)
+  x = jnp.arange(1.0, 5.0)
+  np.testing.assert_allclose(
+    explain.integrated_gradients(f, x, 0 * x, steps=1), x**2
+  )
+  with pytest.raises(errors.ConfigError, match="steps >= 1"):
+    explain.view_ig(f, x, 0 * x, 1, steps=0)
+
+
+def test_load_ucr_multiple_must_be_positive():
+  # multiple=0 raised ZeroDivisionError from the padding arithmetic.
+  with pytest.raises(errors.ConfigError, match="multiple must be >= 1"):
+    explain.load_ucr("GunPoint", multiple=0)
+
+
+def test_haar_views_of_an_integer_series():
+  # H was cast to the input's integer dtype: every 1/sqrt(2) became 0 and
+  # dwt / idwt / to_time returned zeros, silently.
+  x = jnp.arange(8)
+  c = explain.dwt(x, 1)
+  s2 = np.sqrt(2.0)
+  want = [1 / s2, 5 / s2, 9 / s2, 13 / s2, -1 / s2, -1 / s2, -1 / s2, -1 / s2]
+  np.testing.assert_allclose(c, want, rtol=1e-6)
+  np.testing.assert_allclose(explain.idwt(c, 1), x, atol=1e-5)
+  np.testing.assert_allclose(
+    explain.idwt(jnp.eye(8, dtype=int)[0], 1)[:2], 1 / s2
+  )
+  assert float(jnp.sum(explain.to_time(jnp.ones(8, int), 1))) > 0

@@ -369,3 +369,70 @@ def test_delta_report_finds_a_planted_bimodal_o_change_over_seeds():
     d["o_bimodality_minus_uniform"]["mean"], 1 - 5 / 9, atol=0.02
   )
   assert len(d["per_layer"]["o"]["relative"]) == 2
+
+
+def test_freeze_where_passes_extra_arguments_to_the_inner_transformation():
+  # update(..., value=loss) raised "unexpected keyword argument 'value'"
+  # for a tx that needs it (reduce_on_plateau), while `freeze` forwarded it.
+  params = {"o": jnp.ones(3), "q": jnp.ones(3)}
+  mask = {"o": True, "q": False}
+  inner = optax.chain(
+    optax.sgd(0.1), optax.contrib.reduce_on_plateau(patience=0, factor=0.5)
+  )
+  tx = interp.freeze_where(inner, mask)
+  state, ref_state = tx.init(params), inner.init(params)
+  grads = jax.tree.map(jnp.ones_like, params)
+  for loss in (1.0, 2.0, 3.0, 4.0):  # a plateau: the inner scale drops
+    value = jnp.asarray(loss)
+    updates, state = tx.update(grads, state, params, value=value)
+    ref, ref_state = inner.update(grads, ref_state, params, value=value)
+    np.testing.assert_array_equal(updates["o"], ref["o"])
+    np.testing.assert_array_equal(updates["q"], 0.0)
+  assert float(ref["o"][0]) > -0.1  # the plateau did reduce the step
+
+
+def test_a_group_needs_one_of_its_modules_not_all():
+  # A model without gate/up/down (an attention-only or GELU-MLP model):
+  # merge(a, b, 'all') raised "modules ['gate', 'up', 'down'] match no
+  # parameter" although its docstring promises B.
+  def tree(scale):
+    block = {m: {"kernel": scale * jnp.ones((2, 2))} for m in "qkvo"}
+    block["norm"] = {"scale": scale * jnp.ones(2)}
+    return {"embed": scale * jnp.ones((3, 2)), "block_0": block}
+
+  a, b = tree(1.0), tree(2.0)
+  for x, y in zip(
+    jax.tree.leaves(interp.merge(a, b, "all")), jax.tree.leaves(b)
+  ):
+    np.testing.assert_array_equal(x, y)
+  assert sum(jax.tree.leaves(interp.select(a, "attn"))) == 4
+  with pytest.raises(errors.ConfigError, match=r"\['mlp'\] match no"):
+    interp.select(a, "mlp")
+  with pytest.raises(errors.ConfigError, match=r"\['gate'\] match no"):
+    interp.select(a, ("o", "gate"))
+
+
+def test_freeze_where_inside_optax_masked_and_multi_transform():
+  # The leaves a wrapper keeps from it arrive as optax.MaskedNode: zeros_like
+  # raised "requires ndarray or scalar arguments, got MaskedNode".
+  params = {"o": jnp.ones(3), "q": jnp.ones(3), "k": jnp.ones(3)}
+  trained = {"o": True, "q": False, "k": True}
+  grads = jax.tree.map(jnp.ones_like, params)
+  masked = optax.masked(
+    interp.freeze_where(optax.sgd(0.1), trained),
+    {"o": True, "q": True, "k": False},
+  )
+  updates, _ = masked.update(grads, masked.init(params), params)
+  # o: handed over and trained; q: handed over, frozen; k: not handed over
+  # (optax.masked passes its raw gradient through).
+  np.testing.assert_array_equal(updates["o"], np.float32(-0.1))
+  np.testing.assert_array_equal(updates["q"], 0.0)
+  np.testing.assert_array_equal(updates["k"], 1.0)
+  multi = optax.multi_transform(
+    {"a": interp.freeze_where(optax.sgd(0.1), trained), "b": optax.sgd(1.0)},
+    {"o": "a", "q": "a", "k": "b"},
+  )
+  updates, _ = multi.update(grads, multi.init(params), params)
+  np.testing.assert_array_equal(updates["o"], np.float32(-0.1))
+  np.testing.assert_array_equal(updates["q"], 0.0)
+  np.testing.assert_array_equal(updates["k"], -1.0)

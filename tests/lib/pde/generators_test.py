@@ -3,8 +3,10 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lib import pde
+from lib.core import errors
 
 
 def _params(key, num, num_modes=5):
@@ -112,3 +114,46 @@ def test_wave_exact_solution_is_hamiltonian_flow():
     assert err < 1e-6, err
     h = pde.hamiltonian("wave", traj, g, stencil="spectral")
     np.testing.assert_allclose(h, h[0] * jnp.ones_like(h), rtol=1e-12)
+
+
+def test_generators_refuse_unbatched_initial_conditions():
+  # An unbatched wave state [2, n] was read as two one-point fields and
+  # returned a [2, T, 2, 2]-shaped answer of garbage; an unbatched KdV u0
+  # raised IndexError from inside the solver.
+  g = pde.periodic_grid(16, 2 * np.pi)
+  state = jnp.stack([jnp.sin(g.x), jnp.zeros_like(g.x)])
+  with pytest.raises(errors.ShapeError, match=r"\[B, 2, n\]"):
+    pde.wave_trajectories(state, jnp.array([0.0, 1.0]), length=g.length)
+  with pytest.raises(errors.ShapeError, match=r"\[B, n\]"):
+    pde.kdv_trajectories(
+      jnp.sin(g.x), length=g.length, dt=0.01, save_every=1, num_saves=1
+    )
+  # Batched, phi(t) = sin(x) cos(t) for phi0 = sin x, pi0 = 0, c = 1.
+  out = pde.wave_trajectories(state[None], jnp.array([1.0]), length=g.length)
+  np.testing.assert_allclose(out[0, 0, 0], np.sin(g.x) * np.cos(1.0), atol=1e-5)
+
+
+def test_kdv_of_a_bfloat16_initial_condition():
+  # rfft refused it ("RFFT input must be float32 or float64"); the solve now
+  # runs in float32 from the rounded u0 and returns bfloat16 frames.
+  g = pde.periodic_grid(64, 50.0)
+  u0 = pde.kdv_soliton(g.x, 0.0, a=1.0, x0=25.0, length=g.length)
+  kw = dict(length=g.length, dt=0.01, save_every=10, num_saves=3)
+  low = pde.kdv_trajectories(u0[None].astype(jnp.bfloat16), **kw)
+  assert low.dtype == jnp.bfloat16
+  exact = pde.kdv_soliton(g.x, 0.3, a=1.0, x0=25.0, length=g.length)
+  np.testing.assert_allclose(
+    np.asarray(low[0, -1], np.float32), exact, atol=0.03
+  )
+
+
+def test_wave_of_a_bfloat16_state():
+  # As for KdV: rfft refused a bfloat16 state.
+  g = pde.periodic_grid(16, 2 * np.pi)
+  state = jnp.stack([jnp.sin(g.x), jnp.zeros_like(g.x)])[None]
+  out = pde.wave_trajectories(
+    state.astype(jnp.bfloat16), jnp.array([1.0]), length=g.length
+  )
+  assert out.dtype == jnp.bfloat16
+  phi = np.asarray(out[0, 0, 0], np.float32)
+  np.testing.assert_allclose(phi, np.sin(g.x) * np.cos(1.0), atol=0.01)

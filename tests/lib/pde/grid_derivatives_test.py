@@ -115,3 +115,25 @@ def test_canonical_j_is_skew_symmetric():
     np.testing.assert_allclose(
       lhs, -jnp.sum(pde.canonical_j(f) * g), atol=1e-13
     )
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_spectral_derivatives_of_low_precision_fields(dtype):
+  # XLA's FFT takes float32/float64 only: a bfloat16 field raised "RFFT
+  # input must be float32 or float64" from inside jnp.fft.
+  g = pde.periodic_grid(64, 2 * np.pi)
+  u = jnp.sin(3 * g.x).astype(dtype)
+  kw = dict(dx=g.dx, length=g.length, stencil="spectral")
+  du = pde.first_derivative(u, **kw)
+  ddu = jax.jit(lambda w: pde.second_derivative(w, **kw))(u)
+  assert du.dtype == dtype and ddu.dtype == dtype
+  # Reference: numpy's float64 spectral derivatives of the same rounded
+  # samples (the rounding noise is differentiated too); the results agree
+  # to the output's rounding.
+  v = np.asarray(u, np.float64)
+  k = 2 * np.pi * np.fft.rfftfreq(64, d=g.length / 64)
+  k_odd = np.where(np.arange(k.size) == k.size - 1, 0.0, k)
+  ref_du = np.fft.irfft(1j * k_odd * np.fft.rfft(v), n=64)
+  ref_ddu = np.fft.irfft(-(k**2) * np.fft.rfft(v), n=64)
+  np.testing.assert_allclose(np.asarray(du, np.float64), ref_du, atol=0.02)
+  np.testing.assert_allclose(np.asarray(ddu, np.float64), ref_ddu, atol=0.1)

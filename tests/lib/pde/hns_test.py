@@ -271,3 +271,95 @@ def test_ikf_is_the_quadrature_of_its_density(film_per_layer):
     lambda v: model.apply(params, v, grid.x, mu_dx), u, mu_dx
   )
   np.testing.assert_allclose(fd, de, rtol=1e-4, atol=1e-5)
+
+
+def test_ikf_refuses_a_batch_of_fields_in_one_line():
+  # A [B, n] batch (or x of another length) failed inside jnp.concatenate
+  # with a TypeError about dimensions; the module takes one field, vmapped.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.IntegralKernelFunctional(length=1.0, width=8, proj_dim=4)
+  u = jnp.sin(2 * np.pi * g.x)
+  mu_dx = g.mu * g.dx
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]), g.x, mu_dx)
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), u, g.x[:8], mu_dx)
+  params = model.init(jax.random.key(0), u, g.x, mu_dx)
+  h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, u]))
+  np.testing.assert_array_equal(h[0], h[1])
+
+
+def test_rollout_refuses_an_unbatched_initial_condition():
+  # u0 [n] passed the grid check ([..., n]) and was vmapped over its points:
+  # an IndexError or a shape error from inside the model.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * g.x)
+  params = model.init(jax.random.key(0), u)
+  with pytest.raises(errors.ShapeError, match=r"u0 \[B, n\]"):
+    solver.rollout("derivative_cnn", model, params, u, g, dt=0.01, num_steps=2)
+
+
+def test_a_misspelt_model_kind_is_refused_by_rollout_and_loss():
+  # "next_step" (for "next_step_cnn") was rolled out as a du/dt model by AB2
+  # and trained as one, silently.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * g.x)
+  params = model.init(jax.random.key(0), u)
+  with pytest.raises(
+    errors.ConfigError, match="unknown model kind 'next_step'"
+  ):
+    solver.rollout("next_step", model, params, u[None], g, dt=0.1, num_steps=2)
+  with pytest.raises(errors.ConfigError, match="unknown model kind"):
+    solver.relative_l2_loss("next_step", model, g)
+  # The real kind steps u + CNN(u): one step from u0 is u0 + model(u0).
+  traj = solver.rollout(
+    "next_step_cnn", model, params, u[None], g, dt=0.1, num_steps=1
+  )
+  np.testing.assert_allclose(
+    traj[0, 1], u + model.apply(params, u), rtol=1e-6, atol=1e-6
+  )
+
+
+def test_non_periodic_message_names_the_offending_field():
+  # The message paired the batch's largest wrap-around jump (here the good
+  # field's 3.83) with its smallest interior jump; now the bad field's own.
+  x = np.arange(16) / 16
+  ramp = 0.5 * x  # wrap 0.469, interior 0.0312
+  wave = 10 * np.sin(2 * np.pi * x)  # periodic; wrap 3.83
+  with pytest.raises(
+    errors.ConfigError, match=r"field \[0\].*= 0\.469.*0\.0312"
+  ):
+    pde.check_initial_condition(np.stack([ramp, wave]), 16)
+  with pytest.raises(errors.ShapeError, match="n_x >= 2"):
+    pde.check_initial_condition(np.ones(1), 1)
+
+
+def test_periodic_cnn_refuses_a_batch_of_fields():
+  # A [B, n] batch was convolved across its batch axis (the rolls run over
+  # axis 0), silently; vmapped, each field is its own periodic signal.
+  model = pde.PeriodicCNN(channels=(4,), kernel_size=3)
+  u = jnp.sin(2 * np.pi * jnp.arange(16) / 16)
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]))
+  params = model.init(jax.random.key(0), u)
+  batch = jax.vmap(lambda v: model.apply(params, v))(
+    jnp.stack([u, jnp.roll(u, 3)])
+  )
+  # Circular convolution commutes with a periodic shift.
+  np.testing.assert_allclose(batch[1], jnp.roll(batch[0], 3), atol=1e-6)
+
+
+def test_kernel_mlp_functional_refuses_a_batch_of_fields():
+  # With the linear kernel a [B, n] batch broadcast against kappa [n] and
+  # H summed over the whole batch: one number, silently.
+  g = pde.periodic_grid(16, 1.0)
+  model = pde.KernelMLPFunctional(hidden=(4,), kernel_type="linear")
+  u = jnp.sin(2 * np.pi * g.x)
+  mu_dx = g.mu * g.dx
+  with pytest.raises(errors.ShapeError, match="one field u"):
+    model.init(jax.random.key(0), jnp.stack([u, u]), g.x, mu_dx)
+  params = model.init(jax.random.key(0), u, g.x, mu_dx)
+  h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, -u]))
+  np.testing.assert_allclose(h[1], -h[0])  # linear in u for kappa(x)

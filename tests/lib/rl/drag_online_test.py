@@ -55,3 +55,7 @@ def test_online_iteration_buffer_and_weighted_loss():
   assert float(skew_loss) > float(rig_loss)
   with pytest.raises(errors.ConfigError, match="method='drag_tau1'"):
     drag.online_iteration(state, key, method="drag_tau1", **kw)
+  # The buffer is full (7 of 7): another iteration would overwrite its last
+  # rows and sample the last one over and over, silently (count 13 of 7).
+  with pytest.raises(errors.ConfigError, match="buffer holds 7 states; 7"):
+    drag.online_iteration(new, key, method="rig", **kw)

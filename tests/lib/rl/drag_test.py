@@ -83,3 +83,18 @@ def test_bad_input_one_line_errors():
     drag.skewfit_weights(jnp.ones(3), 0.5)
   with pytest.raises(errors.ConfigError, match="horizon"):
     drag.reach(jnp.zeros(2), jnp.ones(2), 0)
+
+
+def test_tau_and_alpha_may_be_jitted_or_vmapped_arguments():
+  # check_tau and skewfit_weights' range check compared a tracer with a
+  # Python number (TracerBoolConversionError under jit or vmap).
+  losses = jnp.array([0.0, 1.0, 3.0])
+  taus = jnp.array([0.5, 2.0])
+  swept = jax.vmap(drag.dro_weights, (None, 0))(losses, taus)
+  for row, tau in zip(np.asarray(swept), (0.5, 2.0)):
+    e = np.exp(np.array([0.0, 1.0, 3.0]) / tau)
+    np.testing.assert_allclose(row, e / e.sum(), rtol=1e-6)
+  skew = jax.jit(drag.skewfit_weights)(jnp.log(jnp.array([0.2, 0.8])), -1.0)
+  np.testing.assert_allclose(skew, [0.8, 0.2], rtol=1e-6)  # (1/p) normalised
+  with pytest.raises(errors.ConfigError, match="tau must be > 0"):
+    drag.dro_weights(losses, 0.0)

@@ -135,3 +135,38 @@ def test_bad_input_one_line_errors():
     rl.grid.rollout(_grid(), rl.trpe.init(_grid()), jax.random.key(0), 0)
   with pytest.raises(errors.ConfigError, match="objective"):
     rl.trpe.TRPEConfig(objective="sum")
+
+
+def test_knn_entropy_gradient_in_the_samples_is_finite_and_exact():
+  # The zero self-distance made jax.grad with respect to x all NaN
+  # (sqrt'(0) = inf). With uniform weights H(c x) = H(x) + d log c exactly
+  # and H(x + b) = H(x), so <x, dH/dx> = d and sum_i dH/dx_i = 0.
+  x = jnp.asarray(np.random.default_rng(1).normal(size=(200, 3)))
+  x = x.at[1].set(x[0])  # a duplicate: a second zero distance
+  grad = jax.grad(rl.entropy.knn_entropy)(x)
+  assert bool(jnp.all(jnp.isfinite(grad)))
+  np.testing.assert_allclose(float(jnp.sum(x * grad)), 3.0, rtol=1e-4)
+  np.testing.assert_allclose(jnp.sum(grad, axis=0), 0.0, atol=1e-4)
+
+
+def test_rollout_refuses_logits_of_another_grid_or_team():
+  # Logits of a 4x4 grid (16 cells) on the 6x6 grid, or of one agent for
+  # two, were indexed out of range and clamped: episodes ran, silently wrong.
+  g = _grid()
+  for other in (rl.trpe.init(rl.grid.two_rooms(4)), rl.trpe.init(g)[:1]):
+    with pytest.raises(errors.ShapeError, match=r"\[2, 36, 4\]"):
+      rl.grid.rollout(g, other, jax.random.key(0), 3)
+  cells, actions = rl.grid.rollout(g, rl.trpe.init(g), jax.random.key(0), 3)
+  assert cells.shape == (4, 2) and actions.shape == (3, 2)
+
+
+def test_trpe_epoch_with_bfloat16_logits_stays_in_the_trust_region():
+  # The float32 step scale promoted bfloat16 logits and lax.while_loop
+  # refused the carry ("carry input and carry output must have equal types").
+  g = _grid()
+  cfg = rl.trpe.TRPEConfig(trajectories=4, horizon=5, kl_threshold=0.1)
+  logits_b = rl.trpe.init(g).astype(jnp.bfloat16)
+  logits, metrics = rl.trpe.epoch(g, cfg, logits_b, jax.random.key(0))
+  assert logits.dtype == jnp.bfloat16
+  assert int(metrics["off_iters"]) >= 1
+  assert float(metrics["kl"]) <= 0.1
