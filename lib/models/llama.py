@@ -16,6 +16,7 @@ import dataclasses
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lib.core import errors
 from lib.core import losses
@@ -184,9 +185,12 @@ def _check_tokens(tokens, vocab_size: int) -> None:
     )
   if not jnp.issubdtype(tokens.dtype, jnp.integer):
     raise errors.DTypeError(f"Llama takes integer tokens, got {tokens.dtype}")
-  if isinstance(tokens, jax.core.Tracer) or tokens.size == 0:
+  if not errors.is_concrete(tokens) or tokens.size == 0:
     return  # Values unknown inside jit.
-  lo, hi = int(jnp.min(tokens)), int(jnp.max(tokens))
+  # On the host: concrete tokens inside a jit trace (a model's init) would
+  # make jnp.min a traced value.
+  ids = np.asarray(tokens)
+  lo, hi = int(ids.min()), int(ids.max())
   if lo < 0 or hi >= vocab_size:
     raise errors.ConfigError(
       f"token ids must lie in [0, vocab_size={vocab_size}), got ids from "

@@ -93,6 +93,10 @@ def test_bad_tokens_are_named():
     model.apply(params, tokens[0])
   with pytest.raises(errors.DTypeError, match="integer"):
     model.apply(params, tokens.astype(jnp.float32))
+  # Tokens made inside a jitted function are constants there, not tracers
+  # (the training loop's init): the check reads them without tracing.
+  inside = jax.jit(lambda k: model.init(k, np.zeros((2, 8), np.int32)))
+  jax.tree.map(np.testing.assert_array_equal, inside(jax.random.key(1)), params)
   # In range, eager and jitted agree (the check reads, never changes, them).
   np.testing.assert_allclose(
     model.apply(params, tokens + 255),
