@@ -65,7 +65,7 @@ def preference_loss(h, beta: float, kind: str = "dpo"):
 def check_beta(beta) -> None:
   """ConfigError unless beta is a scalar > 0; a traced beta (an argument of
   a jitted or vmapped function) is checked for its shape only."""
-  traced = isinstance(beta, jax.core.Tracer)
+  traced = not errors.is_concrete(beta)
   errors.check(
     np.ndim(beta) == 0 and (traced or float(beta) > 0),
     errors.ConfigError,
@@ -198,7 +198,7 @@ def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
   norm = jnp.linalg.norm(delta, axis=-1)
   mean_margin = jnp.sum(delta * mean, axis=-1)
   hard = (mean_margin > 0).astype(mean.dtype)
-  if not isinstance(noise, jax.core.Tracer):
+  if errors.is_concrete(noise):
     if noise == 0:
       return hard
     z = mean_margin / (noise * jnp.where(norm > 0, norm, 1.0))

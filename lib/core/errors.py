@@ -1,5 +1,7 @@
 """Error types for bad input. The experiment CLI prints a `UserError` as one line."""
 
+import jax
+
 
 class UserError(Exception):
   """Base class of errors caused by the user's input, not by a bug."""
@@ -37,3 +39,10 @@ def check(condition: bool, error_type: type[UserError], message: str) -> None:
   """Raises `error_type(message)` unless `condition` holds (host-side check)."""
   if not condition:
     raise error_type(message)
+
+
+def is_concrete(x) -> bool:
+  """True when `x` holds values: not a tracer (an argument of a jitted,
+  vmapped or differentiated function), whose values a host-side check cannot
+  read. Value checks run on concrete input only; shape checks always run."""
+  return not isinstance(x, jax.core.Tracer)

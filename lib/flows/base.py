@@ -25,14 +25,10 @@ import numpy as np
 
 from lib.core.errors import NonFiniteError
 from lib.core.errors import ShapeError
+from lib.core.errors import is_concrete
 
 Array = jax.Array
 Params = Any
-
-
-def is_concrete(x) -> bool:
-  """True when `x` holds values (not a tracer inside jit/grad/vmap)."""
-  return not isinstance(x, jax.core.Tracer)
 
 
 def check_finite(x, name: str = "input") -> None:

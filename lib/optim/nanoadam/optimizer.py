@@ -41,6 +41,7 @@ import numpy as np
 import optax
 
 from lib.core.errors import ConfigError
+from lib.core.errors import is_concrete
 
 CRITERIA = ("smallest", "largest", "random")
 
@@ -115,7 +116,7 @@ def _check_density(d, name):
 
 def _check_interval(v, name):
   """An int >= 1; a traced integer scalar (optax.inject_hyperparams) passes."""
-  if isinstance(v, jax.core.Tracer):
+  if not is_concrete(v):
     ok = v.ndim == 0 and jnp.issubdtype(v.dtype, jnp.integer)
   elif isinstance(v, jax.Array | np.ndarray | np.integer):
     ok = np.ndim(v) == 0 and np.issubdtype(np.asarray(v).dtype, np.integer)

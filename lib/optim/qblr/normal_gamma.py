@@ -41,6 +41,7 @@ import numpy as np
 from jax.scipy import special
 
 from lib.core.errors import ConfigError
+from lib.core.errors import is_concrete
 
 Array = jax.Array
 
@@ -130,7 +131,7 @@ def natural_from_student_t(xi, *, kappa=1.0) -> Array:
     raise ConfigError(
       f"xi must have last axis (mu, sigma2, nu), got {xi.shape}"
     )
-  if not isinstance(xi, jax.core.Tracer):
+  if is_concrete(xi):
     xi_np = np.asarray(xi)
     if np.any(~(xi_np[..., 2] > 0)):
       raise ConfigError(
@@ -138,7 +139,7 @@ def natural_from_student_t(xi, *, kappa=1.0) -> Array:
       )
     if np.any(~(xi_np[..., 1] > 0)):
       raise ConfigError(f"sigma^2 must be > 0, got {xi_np[..., 1]}")
-  if not isinstance(kappa, jax.core.Tracer) and np.any(np.asarray(kappa) <= 0):
+  if is_concrete(kappa) and np.any(np.asarray(kappa) <= 0):
     raise ConfigError(f"kappa must be > 0, got {kappa}")
   mu, sigma2, nu = jnp.moveaxis(xi, -1, 0)
   alpha = nu / 2.0

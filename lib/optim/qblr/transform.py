@@ -27,6 +27,7 @@ import optax
 from lib.core.errors import ConfigError
 from lib.core.errors import DTypeError
 from lib.core.errors import ShapeError
+from lib.core.errors import is_concrete
 from lib.optim.qblr import normal_gamma
 
 Array = jax.Array
@@ -136,7 +137,7 @@ def qng(
   if rdog == (learning_rate is not None):
     raise ConfigError("qng needs exactly one of learning_rate or rdog=True")
   # optax.inject_hyperparams passes max_halvings as a (traced) array.
-  if not isinstance(max_halvings, jax.core.Tracer) and max_halvings < 0:
+  if is_concrete(max_halvings) and max_halvings < 0:
     raise ConfigError(f"max_halvings must be >= 0, got {max_halvings}")
 
   def init_leaf(lam) -> QNGLeafState:

@@ -100,7 +100,7 @@ def online_iteration(
   )
   walkers = state["walkers"].shape[0]
   cap, adds = state["buffer"].shape[0], walkers * horizon
-  if not isinstance(state["count"], jax.core.Tracer):
+  if errors.is_concrete(state["count"]):
     errors.check(
       int(state["count"]) + adds <= cap,
       errors.ConfigError,

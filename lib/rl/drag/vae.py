@@ -21,15 +21,12 @@ import jax.numpy as jnp
 from lib.core import errors
 
 
-def _traced(x) -> bool:
-  """A jitted or vmapped argument: its value is not known here."""
-  return isinstance(x, jax.core.Tracer)
-
-
 def check_tau(tau: float) -> None:
   """ConfigError unless tau > 0 (a traced tau is not checked)."""
   errors.check(
-    _traced(tau) or tau > 0, errors.ConfigError, f"tau must be > 0, got {tau}"
+    not errors.is_concrete(tau) or tau > 0,
+    errors.ConfigError,
+    f"tau must be > 0, got {tau}",
   )
 
 
@@ -42,7 +39,7 @@ def dro_weights(losses, tau: float):
 def skewfit_weights(log_density, alpha: float):
   """Skew-Fit: w proportional to p(s)^alpha, alpha in [-1, 0), normalised."""
   errors.check(
-    _traced(alpha) or -1.0 <= alpha < 0.0,
+    not errors.is_concrete(alpha) or -1.0 <= alpha < 0.0,
     errors.ConfigError,
     f"Skew-Fit alpha must lie in [-1, 0), got {alpha}",
   )
