@@ -128,8 +128,8 @@ def quantize_pallas(
     raise ValueError(
       f"quantize_pallas needs [R, C] with C % 32 == 0, got {x.shape}"
     )
-  if method == "absmax_sr" and seed is None:
-    raise ValueError("stochastic rounding needs a seed")
+  if method == "absmax_sr":
+    reference.check_seed(seed)
   r, c = x.shape
   block_r = block_r or min(128, max(16, pl.next_power_of_2(r)))
   rp = pl.cdiv(r, block_r) * block_r

@@ -30,6 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from pallas_kernels.mxfp4.errors import MxDTypeError
+from pallas_kernels.mxfp4.errors import MxInputError
+
 GROUP = 32  # MX block size = Hadamard size in Quartet.
 E2M1_MAX = 6.0
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -296,6 +299,30 @@ def seed_from_key(key: jax.Array) -> jax.Array:
   return jax.random.bits(key, (), jnp.uint32)
 
 
+def check_seed(seed) -> None:
+  """The seed stochastic rounding needs: a uint32 (or integer) scalar array.
+
+  Raises MxInputError for none, MxDTypeError for a PRNG key (draw a seed
+  from it with `seed_from_key`), a Python number or a non-scalar; a traced
+  seed is checked by dtype and shape as any other.
+  """
+  if seed is None:
+    raise MxInputError(
+      "stochastic rounding needs a seed: a uint32 scalar (from a PRNG key: "
+      "seed_from_key(key))"
+    )
+  dtype = getattr(seed, "dtype", None)
+  if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+    raise MxDTypeError(
+      f"the seed is a uint32 scalar, got a PRNG key ({dtype}): pass "
+      "seed_from_key(key)"
+    )
+  if dtype is None or not jnp.issubdtype(dtype, jnp.integer) or seed.ndim:
+    raise MxDTypeError(
+      f"the seed is a uint32 scalar array (e.g. jnp.uint32(7)), got {seed!r}"
+    )
+
+
 # ----------------------------------------------------------------------------
 # Quantizers (all quantize along the last axis, C % 32 == 0).
 
@@ -363,8 +390,7 @@ def quantize_absmax(
   a = 3.0 * g * exp2_int(127 - byte.astype(jnp.int32))[..., None]
   a = a.reshape(x.shape)
   if stochastic:
-    if seed is None:
-      raise ValueError("stochastic rounding needs a seed")
+    check_seed(seed)
     codes = e2m1_encode_sr(a, hash_uniform(seed, element_index(x.shape)))
   else:
     codes = e2m1_encode_rne(a)
@@ -518,8 +544,8 @@ def quantize_nvfp4(
       f"NVFP4 quantizes along the last axis in blocks of {NVFP4_GROUP}: got "
       f"shape {x.shape}, whose last axis is not a multiple of {NVFP4_GROUP}"
     )
-  if stochastic and seed is None:
-    raise ValueError("stochastic rounding needs a seed")
+  if stochastic:
+    check_seed(seed)
   x = x.astype(jnp.float32)
   if global_scale is None:
     global_scale = jnp.max(jnp.abs(x)) / (E2M1_MAX * E4M3_MAX)

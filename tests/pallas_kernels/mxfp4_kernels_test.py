@@ -113,6 +113,26 @@ def test_block_sizes_validate():
     gemm.BlockSizes(block_k=96)
 
 
+def test_stochastic_rounding_names_a_missing_or_wrong_seed():
+  x = jax.random.normal(jax.random.key(0), (4, 64))
+  key = jax.random.key(3)
+  with pytest.raises(ValueError, match="needs a seed"):
+    reference.quantize_absmax(x)
+  with pytest.raises(TypeError, match="seed_from_key"):  # a typed key
+    reference.quantize_absmax(x, seed=key)
+  with pytest.raises(TypeError, match="uint32 scalar"):
+    reference.quantize_nvfp4(x, stochastic=True, seed=jnp.ones(2, jnp.uint32))
+  with pytest.raises(TypeError, match="seed_from_key"):
+    quantize.quantize_pallas(x, method="absmax_sr", seed=key, interpret=True)
+  with pytest.raises(TypeError, match="jnp.uint32"):  # a Python int
+    reference.quantize_absmax(x, seed=7)
+  # The seed drawn from the key is the uint32 scalar it asks for.
+  seed = reference.seed_from_key(key)
+  got = reference.quantize_absmax(x, seed=seed)
+  again = reference.quantize_absmax(x, seed=jnp.uint32(int(seed)))
+  np.testing.assert_array_equal(got.codes, again.codes)
+
+
 def test_ops_dispatch_rejects_unknown_implementation():
   x = jnp.ones((32, 32))
   with pytest.raises(ValueError, match="implementation"):

@@ -16,6 +16,7 @@ import logging
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels.mxfp4 import reference
 from pallas_kernels.mxfp4.ffi import _loader
 from pallas_kernels.mxfp4.ffi import ops
 from pallas_kernels.mxfp4.reference import MXTensor
@@ -67,8 +68,8 @@ def quantize_absmax(
   x, *, signs=None, hadamard: bool = True, stochastic: bool = True, seed=None
 ):
   """`reference.quantize_absmax` through the fused FFI kernel."""
-  if stochastic and seed is None:
-    raise ValueError("stochastic rounding needs a seed")
+  if stochastic:
+    reference.check_seed(seed)
   codes, scale, _ = ops.quantize(
     _float_input(x),
     method="absmax_sr" if stochastic else "absmax",
