@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
 
+from lib.core import dtypes
 from lib.core import errors
 
 LOSSES = ("dpo", "ipo", "slic")
@@ -192,7 +193,7 @@ def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
   `noise` may be traced (a jitted or vmapped argument). Phi is evaluated in
   at least float32 (jax's ndtr takes no bfloat16/float16).
   """
-  ndtr32 = lambda z: ndtr(z.astype(jnp.promote_types(z.dtype, jnp.float32)))
+  ndtr32 = lambda z: ndtr(z.astype(dtypes.compute_dtype(z.dtype)))
   dw = w - w_ref
   delta = dw[y_w] - dw[y_l]
   norm = jnp.linalg.norm(delta, axis=-1)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from lib.core import dtypes
 from lib.core.losses import token_nll
 
 
@@ -134,7 +135,7 @@ def eigen_memory(phi, rtol: float = 1e-10) -> Memory:
   A bfloat16/float16 Phi is decomposed in float32 (eigh has no
   half-precision kernel) and the memory returned in Phi's dtype.
   """
-  if jnp.dtype(phi.dtype).itemsize < 4:
+  if dtypes.is_half(phi.dtype):
     memory = eigen_memory(phi.astype(jnp.float32), rtol)
     return Memory(memory.u.astype(phi.dtype), memory.w.astype(phi.dtype))
   lam, vecs = jnp.linalg.eigh(phi.T @ phi)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lib.continual.kprior import Memory
+from lib.core import dtypes
 from lib.core import errors
 from lib.core import linalg
 
@@ -70,20 +71,12 @@ def _check_clamp(clamp: str) -> None:
   )
 
 
-def _half(*arrays) -> bool:
-  """Any bfloat16/float16 array (the solves have no half-precision kernel)."""
-  return any(
-    jnp.issubdtype(a.dtype, jnp.floating) and jnp.dtype(a.dtype).itemsize < 4
-    for a in arrays
-  )
-
-
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
   """One EM step of the code's PPCA on columns: w [d, K], x [d, N] -> [d, K].
 
   bfloat16/float16 inputs are computed in float32 and returned in w's dtype.
   """
-  if _half(w, x):
+  if dtypes.is_half(w.dtype) or dtypes.is_half(x.dtype):
     f32 = lambda a: a.astype(jnp.float32)
     return ppca_em_step(f32(w), f32(x), noise, jitter).astype(w.dtype)
   k = w.shape[1]

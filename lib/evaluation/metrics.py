@@ -21,6 +21,7 @@ import numpy as np
 from jax.scipy.special import xlog1py
 from jax.scipy.special import xlogy
 
+from lib.core import dtypes
 from lib.core import errors
 
 METRICS = (
@@ -121,7 +122,7 @@ def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
   bfloat16/float16 features in float32 (the solve has no half-precision
   kernel), which is theta's dtype then.
   """
-  dtype = jnp.promote_types(features.dtype, jnp.float32)
+  dtype = dtypes.compute_dtype(features.dtype)
   features = features.astype(dtype)
   w = jnp.ones(features.shape[0], dtype) if w is None else w.astype(dtype)
   y = y.astype(dtype)

@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core.errors import ConfigError
 from lib.flows import base
 
@@ -239,20 +240,22 @@ class CDLinear(base.Bijector):
   # -- maps -------------------------------------------------------------------
 
   def _apply(self, params, x):
+    # bf16/f16 inputs map in float32 on both paths (jnp.fft has no half
+    # precision), so "fft" and "dense" agree: lib.core.dtypes.
     if self.use_dense(x):
-      w, _ = self.weight_matrices(params, _compute_dtype(x.dtype))
+      w, _ = self.weight_matrices(params, dtypes.compute_dtype(x.dtype))
       return jnp.einsum("...j,ij->...i", x, w, precision="highest")
     return self._apply_fft(params, x)
 
   def _apply_inverse(self, params, y):
     if self.use_dense(y):
-      _, w_inv = self.weight_matrices(params, _compute_dtype(y.dtype))
+      _, w_inv = self.weight_matrices(params, dtypes.compute_dtype(y.dtype))
       return jnp.einsum("...j,ij->...i", y, w_inv, precision="highest")
     return self._apply_inverse_fft(params, y)
 
   def _apply_fft(self, params, x):
     n = self.num_channels
-    x = x.astype(_compute_dtype(x.dtype))
+    x = x.astype(dtypes.compute_dtype(x.dtype))
     diag, eig = self.factors(params)
     diag = diag.astype(x.dtype)
     h = x * diag[-1]  # The rightmost factor D_m acts first.
@@ -263,7 +266,7 @@ class CDLinear(base.Bijector):
 
   def _apply_inverse_fft(self, params, y):
     n = self.num_channels
-    y = y.astype(_compute_dtype(y.dtype))
+    y = y.astype(dtypes.compute_dtype(y.dtype))
     diag, eig = self.factors(params)
     diag = diag.astype(y.dtype)
     h = y / diag[0]
@@ -291,12 +294,6 @@ class CDLinear(base.Bijector):
     return self._apply_inverse(params, y), base.broadcast_log_det(
       ld, y.shape, self.event_ndims
     )
-
-
-def _compute_dtype(dtype):
-  """jnp.fft takes float32/float64 only: bf16/f16 inputs map in float32 (on
-  both paths, so "fft" and "dense" agree), as jnp promotes bf16 with f32."""
-  return jnp.promote_types(dtype, jnp.float32)
 
 
 def _complex(dtype):

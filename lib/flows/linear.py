@@ -17,14 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core.errors import ConfigError
 from lib.flows import base
 from lib.flows.cd_linear import CDLinear
-
-
-def _linalg_dtype(dtype):
-  """slogdet/inv/solve have no bf16/f16: those inputs use a float32 W."""
-  return jnp.promote_types(dtype, jnp.float32)
 
 
 def _random_rotation(key, n):
@@ -66,12 +62,12 @@ class DenseLinear(_ChannelMap):
 
   def forward_and_log_det(self, params, x):
     self._check(x)
-    w = params["weight"].astype(_linalg_dtype(x.dtype))
+    w = params["weight"].astype(dtypes.compute_dtype(x.dtype))
     return x @ w.T, self._ld(jnp.linalg.slogdet(w)[1], x)
 
   def inverse_and_log_det(self, params, y):
     self._check(y)
-    w = params["weight"].astype(_linalg_dtype(y.dtype))
+    w = params["weight"].astype(dtypes.compute_dtype(y.dtype))
     # One n x n inverse, then a matmul: cheaper than an LU solve per vector
     # when the batch has more vectors than channels (Glow's reverse 1x1).
     # `inverse_solve` is the textbook alternative the benchmark times.
@@ -79,7 +75,7 @@ class DenseLinear(_ChannelMap):
 
   def inverse_solve(self, params, y):
     """W^{-1} y for every vector through `jnp.linalg.solve` (no log-det)."""
-    w = params["weight"].astype(_linalg_dtype(y.dtype))
+    w = params["weight"].astype(dtypes.compute_dtype(y.dtype))
     flat = y.reshape(-1, self.num_channels).T
     return jnp.linalg.solve(w, flat).T.reshape(y.shape)
 

@@ -10,6 +10,7 @@ Functional Approximation", NeurIPS 2025, App. D.1.
 
 import jax.numpy as jnp
 
+from lib.core import dtypes
 from lib.core import errors
 
 STENCILS = ("central", "smooth", "spectral")
@@ -60,19 +61,13 @@ def wavenumbers(n, length):
   return 2.0 * jnp.pi * jnp.fft.rfftfreq(n, d=length / n)
 
 
-def _low_precision(u) -> bool:
-  """bfloat16/float16: XLA's FFT takes float32 and float64 only."""
-  dtype = jnp.dtype(u.dtype)
-  return jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize < 4
-
-
 def spectral_dx(u, length):
   """Spectral d/dx: multiply rfft(u) by i k (Nyquist mode zeroed).
 
   bfloat16/float16 fields are transformed in float32 and returned in their
   own dtype.
   """
-  if _low_precision(u):
+  if dtypes.is_half(u.dtype):
     return spectral_dx(u.astype(jnp.float32), length).astype(u.dtype)
   n = u.shape[-1]
   k = wavenumbers(n, length)
@@ -84,7 +79,7 @@ def spectral_dx(u, length):
 
 def spectral_dxx(u, length):
   """Spectral d^2/dx^2: multiply rfft(u) by -k^2 (low precision as above)."""
-  if _low_precision(u):
+  if dtypes.is_half(u.dtype):
     return spectral_dxx(u.astype(jnp.float32), length).astype(u.dtype)
   n = u.shape[-1]
   k = wavenumbers(n, length)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core import errors
 from lib.pde import derivatives
 
@@ -158,7 +159,7 @@ def kdv_etdrk4(u0, *, length, dt, save_every, num_saves, dealias=True):
 
   # bfloat16/float16 u0: the FFT takes float32/float64 only; frames are
   # returned in u0's dtype.
-  v0 = jnp.fft.rfft(u0.astype(jnp.promote_types(u0.dtype, jnp.float32)))
+  v0 = jnp.fft.rfft(u0.astype(dtypes.compute_dtype(u0.dtype)))
   _, frames = jax.lax.scan(save, v0, None, length=num_saves)
   return jnp.concatenate([u0[None], frames.astype(u0.dtype)], axis=0)
 
@@ -225,7 +226,7 @@ def wave_trajectories(state0, t, *, length, speed=1.0):
   n = state0.shape[-1]
   dtype = state0.dtype
   # bfloat16/float16: the FFT takes float32/float64 only (cast back below).
-  state0 = state0.astype(jnp.promote_types(dtype, jnp.float32))
+  state0 = state0.astype(dtypes.compute_dtype(dtype))
   k = derivatives.wavenumbers(n, length)
   w = speed * jnp.abs(k)
   phi_h = jnp.fft.rfft(state0[:, 0], axis=-1)[:, None]
