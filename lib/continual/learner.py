@@ -235,8 +235,15 @@ def end_task(
   return Learner(theta, tx.init(theta), theta, memory, mem_y, trace)
 
 
-def init_theta(key, d: int, num_classes: int, dtype=jnp.float64):
-  """The official start: torch Linear's default U(-1/sqrt(d), 1/sqrt(d))."""
+def init_theta(key, d: int, num_classes: int, dtype=None):
+  """The official start: torch Linear's default U(-1/sqrt(d), 1/sqrt(d)).
+
+  `dtype` None is jax's default float: float64 under `jax.enable_x64` (as
+  the official code and `compact_memory` run), float32 otherwise, without
+  the truncation warning that asking for float64 without x64 gives.
+  """
+  if dtype is None:
+    dtype = jax.dtypes.canonicalize_dtype(jnp.float64)
   bound = 1.0 / np.sqrt(d)  # a Python float, as the official code
   return jax.random.uniform(key, (d, num_classes), dtype, -bound, bound)
 

@@ -13,8 +13,17 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from lib.core import errors
 from lib.explain import views
+
+
+def _check_at_least(name: str, value, minimum: int) -> None:
+  """A concrete count below `minimum` is an error (it gave NaN: a mean over
+  no point, or 0 / 0); a traced one is not read."""
+  if errors.is_concrete(value) and np.ndim(value) == 0 and value < minimum:
+    raise errors.ConfigError(f"{name} must be >= {minimum}, got {value}")
 
 
 def _curve(f, x, baseline, scores, level, fractions, insert: bool):
@@ -31,11 +40,13 @@ def _curve(f, x, baseline, scores, level, fractions, insert: bool):
 
 
 def deletion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  _check_at_least("deletion_auc: points", points, 2)
   fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
   return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=False))
 
 
 def insertion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  _check_at_least("insertion_auc: points", points, 2)
   fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
   return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=True))
 
@@ -46,10 +57,12 @@ def top_k_mask(scores, k: int):
 
 
 def jaccard_top_k(a, b, k: int):
+  _check_at_least("jaccard_top_k: k", k, 1)
   ma, mb = top_k_mask(a, k), top_k_mask(b, k)
   return jnp.sum(ma & mb) / jnp.sum(ma | mb)
 
 
 def localisation_precision(time_scores, window_mask, k: int):
   """Fraction of the k top time points inside the planted window."""
+  _check_at_least("localisation_precision: k", k, 1)
   return jnp.sum(top_k_mask(time_scores, k) & window_mask) / k

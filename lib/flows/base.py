@@ -116,7 +116,9 @@ class Chain(Bijector):
   """Composition f_1 o ... o f_N (distrax order: the LAST one acts first).
 
   Params are a dict {"layer_000": params of f_1, ...}. All members must share
-  `event_ndims` so their log-dets have the same batch shape.
+  `event_ndims` so their log-dets have the same batch shape. An empty chain
+  is the identity, with a zero log-det of the batch shape (the empty
+  composition: a flow of 0 layers is its base distribution).
   """
 
   bijectors: tuple[Bijector, ...] = ()
@@ -135,7 +137,14 @@ class Chain(Bijector):
       y = b.inverse(p, y)
     return params
 
+  def _identity(self, x):
+    x = jnp.asarray(x)
+    batch_shape = x.shape[: x.ndim - self.event_ndims]
+    return x, jnp.zeros(batch_shape, jnp.result_type(x, float))
+
   def forward_and_log_det(self, params, x):
+    if not self.bijectors:
+      return self._identity(x)
     total = 0.0
     for i in reversed(range(len(self.bijectors))):
       x, ld = self.bijectors[i].forward_and_log_det(params[_layer_name(i)], x)
@@ -143,6 +152,8 @@ class Chain(Bijector):
     return x, total
 
   def inverse_and_log_det(self, params, y):
+    if not self.bijectors:
+      return self._identity(y)
     total = 0.0
     for i, b in enumerate(self.bijectors):
       y, ld = b.inverse_and_log_det(params[_layer_name(i)], y)
@@ -168,7 +179,10 @@ class Inverse(Bijector):
 
 
 def chain(bijectors: Sequence[Bijector]) -> Chain:
-  """Builds a Chain, checking that every member has the same event_ndims."""
+  """Builds a Chain, checking that every member has the same event_ndims.
+
+  `chain([])` is the identity (event_ndims 1, zero log-det).
+  """
   nd = {b.event_ndims for b in bijectors}
   if len(nd) > 1:
     raise ShapeError(f"Chain members have mixed event_ndims {sorted(nd)}")

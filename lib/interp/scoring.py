@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import errors
 from lib.core import losses
 from lib.core import stats
 from lib.interp import tasks
@@ -42,7 +43,17 @@ def greedy_generate(apply_fn, params, prompts, total_len: int) -> jax.Array:
 
 
 def perplexity(apply_fn, params, tokens, mask) -> jax.Array:
-  """exp(mean next-token NLL) over `mask` [n, L-1] of `tokens` [n, L]."""
+  """exp(mean next-token NLL) over `mask` [n, L-1] of `tokens` [n, L].
+
+  Raises:
+    ConfigError: a concrete `mask` with no nonzero entry (no token to score
+      has no perplexity; the masked mean would read 0, so exp gives 1.0).
+  """
+  if errors.is_concrete(mask) and not np.any(np.asarray(mask)):
+    raise errors.ConfigError(
+      "perplexity: mask selects no token (all zero); an empty mask has no"
+      " perplexity"
+    )
   logits = apply_fn(params, tokens[:, :-1])
   return jnp.exp(losses.masked_cross_entropy(logits, tokens[:, 1:], mask))
 

@@ -155,7 +155,15 @@ def pack_nibbles(codes: jax.Array) -> jax.Array:
   slices c[0::2], c[1::2], this lets XLA fuse the quantizer that produces the
   codes into the packing in one pass instead of computing it twice (the
   QuEST quantizer ran 1.7x faster on CPU).
+
+  Raises MxInputError unless the last axis has even length.
   """
+  shape = np.shape(codes)
+  if not shape or shape[-1] % 2:
+    raise MxInputError(
+      "pack_nibbles: the last axis must have even length (two 4-bit codes a"
+      f" byte), got shape {shape}"
+    )
   c = codes.astype(jnp.uint8)
   pairs = c.reshape(*c.shape[:-1], c.shape[-1] // 2, 2)
   v = lax.bitcast_convert_type(pairs, jnp.uint16)
@@ -170,6 +178,12 @@ def unpack_nibbles(packed: jax.Array) -> jax.Array:
 
 def pack_mask_bits(mask: jax.Array) -> jax.Array:
   """bool [..., C] -> uint8 [..., C/8]; bit i of byte j is element 8j + i."""
+  shape = np.shape(mask)
+  if not shape or shape[-1] % 8:
+    raise MxInputError(
+      "pack_mask_bits: the last axis must be a multiple of 8 (eight bits a"
+      f" byte), got shape {shape}"
+    )
   m = mask.reshape(*mask.shape[:-1], -1, 8).astype(jnp.uint8)
   weights = jnp.asarray([1 << i for i in range(8)], jnp.uint8)
   return jnp.sum(m * weights, axis=-1, dtype=jnp.uint8)
@@ -460,7 +474,13 @@ def to_blocked(scale: jax.Array) -> jax.Array:
   Pads to 128-row x 4-column tiles; within a tile, element (r, c) of the
   32 x 16 sub-tile holds scale[r + 32 (c // 4), c % 4] (QuTLASS `to_blocked`,
   TE `nvte_swizzle_scaling_factors`).
+
+  Raises MxInputError unless `scale` is 2-D (any rows and cols: padded).
   """
+  if np.ndim(scale) != 2:
+    raise MxInputError(
+      f"to_blocked: scale must be 2-D [rows, cols], got shape {np.shape(scale)}"
+    )
   rows, cols = scale.shape
   rb, cb = -(-rows // 128), -(-cols // 4)
   padded = (
@@ -474,6 +494,12 @@ def to_blocked(scale: jax.Array) -> jax.Array:
 def from_blocked(flat: jax.Array, rows: int, cols: int) -> jax.Array:
   """Inverse of `to_blocked`: the flat swizzled layout -> scale [rows, cols]."""
   rb, cb = -(-rows // 128), -(-cols // 4)
+  if np.shape(flat) != (rb * cb * 512,):
+    raise MxInputError(
+      f"from_blocked: a [{rows}, {cols}] scale's blocked layout is flat with"
+      f" {rb * cb * 512} entries ({rb} x {cb} tiles of 128 x 4), got shape"
+      f" {np.shape(flat)}"
+    )
   tiles = flat.reshape(rb * cb, 32, 4, 4).transpose(0, 2, 1, 3)
   blocks = tiles.reshape(rb, cb, 128, 4).transpose(0, 2, 1, 3)
   return blocks.reshape(rb * 128, cb * 4)[:rows, :cols]

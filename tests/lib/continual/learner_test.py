@@ -5,6 +5,7 @@ random-points K-priors and the compact memory's objective and task boundary.
 """
 
 import itertools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -236,3 +237,20 @@ def test_end_task_and_step_follow_the_protocol():
   ended = end(stepped)
   np.testing.assert_array_equal(ended.theta_old, stepped.theta)
   np.testing.assert_array_equal(ended.memory.w, [1.0, 1.0, 0.0, 0.0])
+
+
+def test_init_theta_takes_the_default_float_without_a_warning():
+  # torch Linear's start U(-1/sqrt(d), 1/sqrt(d)), in jax's default float:
+  # float32 for a user without x64 (float64 there warned and truncated).
+  key, d = jax.random.key(0), 16
+  with jax.enable_x64(False), warnings.catch_warnings():
+    warnings.simplefilter("error")
+    theta = continual.init_theta(key, d, 3)
+  assert theta.dtype == jnp.float32 and theta.shape == (d, 3)
+  assert np.all(np.abs(np.asarray(theta)) <= 1 / np.sqrt(d))
+  # Under x64 (as compact_memory runs): the same draw as asking for float64.
+  theta = continual.init_theta(key, d, 3)
+  assert theta.dtype == jnp.float64
+  np.testing.assert_array_equal(
+    theta, continual.init_theta(key, d, 3, jnp.float64)
+  )

@@ -114,6 +114,43 @@ def test_stride_longer_than_window_fails_in_one_line():
     explain.osigv(jnp.ones(8), window=2, stride=4)
 
 
+@pytest.mark.parametrize(
+  "metric, count, match",
+  [
+    ("deletion", 0, "points must be >= 2, got 0"),
+    ("deletion", 1, "points must be >= 2, got 1"),
+    ("insertion", 1, "points must be >= 2, got 1"),
+    ("jaccard", 0, "k must be >= 1, got 0"),
+    ("localisation", 0, "k must be >= 1, got 0"),
+  ],
+)
+def test_empty_curves_and_top_sets_fail_in_one_line(metric, count, match):
+  # Each was a mean over no point or 0 / 0: NaN.
+  x, scores = jnp.arange(8.0), jnp.arange(8.0)
+  call = {
+    "deletion": lambda: explain.deletion_auc(
+      jnp.sum, x, 0 * x, scores, 0, count
+    ),
+    "insertion": lambda: explain.insertion_auc(
+      jnp.sum, x, 0 * x, scores, 0, count
+    ),
+    "jaccard": lambda: explain.jaccard_top_k(scores, scores, count),
+    "localisation": lambda: explain.localisation_precision(
+      scores, scores > 3, count
+    ),
+  }[metric]
+  with pytest.raises(errors.ConfigError, match=match):
+    call()
+
+
+def test_two_point_deletion_auc_is_the_trapezoid_of_its_ends():
+  # Fractions 0 and 1: the mean of f(x) (nothing deleted) and f(baseline).
+  x = jnp.arange(1.0, 9.0)
+  auc = explain.deletion_auc(jnp.sum, x, jnp.zeros(8), x, 0, 2)
+  np.testing.assert_allclose(auc, 36.0 / 2, rtol=1e-6)
+  np.testing.assert_allclose(explain.jaccard_top_k(x, x, 1), 1.0)
+
+
 # ----------------------------------------------------------------------------
 # Cross-view refinement (lib.explain.refine).
 # ----------------------------------------------------------------------------

@@ -166,6 +166,22 @@ def test_chain_order_is_distrax():
   )
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_empty_chain_is_the_identity(dtype):
+  # The empty composition: x unchanged, log|det I| = 0 per example, shaped
+  # and typed like every other bijector's (it was the Python float 0.0).
+  c = flows.chain([])
+  x = jnp.arange(12.0, dtype=dtype).reshape(2, 3, 2)
+  params = c.init(jax.random.key(0), x)
+  for y, ld in (
+    c.forward_and_log_det(params, x),
+    c.inverse_and_log_det(params, x),
+  ):
+    np.testing.assert_array_equal(y, x)
+    assert ld.shape == (2, 3) and ld.dtype == dtype
+    np.testing.assert_array_equal(ld, np.zeros((2, 3)))
+
+
 def test_bad_input_errors():
   flow = flows.ImageFlow(
     image_shape=(8, 8, 1), num_levels=2, num_steps=1, hidden=4

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from lib import models
+from lib.core import errors
 from lib.interp import scoring
 from lib.interp import tasks
 
@@ -52,6 +53,19 @@ def test_perplexity_of_uniform_logits_is_the_vocabulary_size():
   mask = np.array([[1, 1, 0], [0, 1, 1]], np.float32)
   ppl = scoring.perplexity(uniform, None, tokens, mask)
   np.testing.assert_allclose(ppl, vocab, rtol=1e-6)
+
+
+def test_perplexity_of_an_empty_mask_is_an_error():
+  # exp(mean NLL over no token) is undefined, not exp(0) = 1.
+  uniform = lambda params, tokens: jnp.zeros(tokens.shape + (7,))
+  tokens = np.array([[1, 2, 3, 4], [4, 3, 2, 1]], np.int32)
+  with pytest.raises(errors.ConfigError, match="mask selects no token"):
+    scoring.perplexity(uniform, None, tokens, np.zeros((2, 3), np.float32))
+  # Traced (as the experiment's vmap over seeds), the mask is not read.
+  ppl = jax.jit(lambda m: scoring.perplexity(uniform, None, tokens, m))(
+    np.ones((2, 3), np.float32)
+  )
+  np.testing.assert_allclose(ppl, 7.0, rtol=1e-6)
 
 
 def test_graded_and_bands_count_the_levels_of_each_seed():

@@ -159,6 +159,32 @@ def test_metrics_oracles():
   )
 
 
+def test_metric_gradients_are_finite_where_the_norm_is_zero():
+  # ||pred - true|| has the unit ball as subdifferential at pred == true;
+  # the metric takes its minimum-norm element 0 (sqrt' at 0 times 0 was NaN).
+  x = jnp.linspace(0.0, 2 * np.pi, 16, endpoint=False)
+  true = jnp.sin(x)
+  grad = jax.grad(lambda p: pde.relative_l2(p, true))(true)
+  np.testing.assert_array_equal(grad, np.zeros(16))
+  grad = jax.grad(lambda p: pde.rollout_error(p, true[None]))(true[None])
+  np.testing.assert_array_equal(grad, np.zeros((1, 16)))
+  # Away from 0 the gradient is (pred - true) / (||pred - true|| ||true||).
+  pred = true + 0.1 * jnp.cos(x)
+  grad = jax.grad(lambda p: pde.relative_l2(p, true))(pred)
+  diff = pred - true
+  expected = diff / (jnp.linalg.norm(diff) * jnp.linalg.norm(true))
+  np.testing.assert_allclose(grad, expected, rtol=1e-5)
+  # A constant prediction: correlation num / (den + eps) with num = den = 0;
+  # along pred = c + s v it is s <v, t_c> / (|s| |v_c| |t_c| + eps), whose
+  # derivative at s = 0 is <v, t_c> / eps: the gradient is t_c / eps.
+  eps = 0.5
+  corr, grad = jax.value_and_grad(
+    lambda p: pde_metrics.pearson_correlation(p, true, eps=eps)
+  )(jnp.full(16, 3.0))
+  assert float(corr) == 0.0
+  np.testing.assert_allclose(grad, (true - jnp.mean(true)) / eps, atol=1e-6)
+
+
 def test_rollout_metrics_count_divergence():
   g = pde.periodic_grid(16, 4.0)
   true = jnp.broadcast_to(jnp.sin(2 * jnp.pi * g.x / 4.0), (3, 5, 16))

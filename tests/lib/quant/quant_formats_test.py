@@ -8,6 +8,7 @@ import pytest
 
 from lib import quant
 from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.errors import MxInputError
 
 
 def test_e2m1_code_table_ties_and_saturation():
@@ -112,6 +113,28 @@ def test_scale_swizzle_layout():
   )
   # Padding: 130 x 5 scales -> two 128-row tiles x two 4-column tiles.
   assert quant.to_blocked(jnp.ones((130, 5))).shape == (4 * 512,)
+
+
+@pytest.mark.parametrize(
+  "call, match",
+  [
+    (lambda: reference.pack_nibbles(jnp.zeros((2, 5), jnp.uint8)), "even"),
+    (lambda: reference.pack_mask_bits(jnp.zeros((3, 12), bool)), "of 8"),
+    (lambda: reference.to_blocked(jnp.zeros((2, 3, 4))), "2-D"),
+    (lambda: reference.to_blocked(jnp.zeros(5)), "2-D"),
+    (lambda: reference.from_blocked(jnp.zeros(100), 130, 5), "2048 entries"),
+  ],
+  ids=["odd_nibbles", "mask_bits", "to_blocked_3d", "to_blocked_1d", "flat"],
+)
+def test_packing_and_swizzle_name_the_shape_they_need(call, match):
+  # Each was a raw reshape or unpacking error deep inside.
+  with pytest.raises(MxInputError, match=match):
+    call()
+  # The blocked layout of a [130, 5] scale: 2 x 2 tiles of 128 x 4 = 2048.
+  s = jnp.arange(650.0).reshape(130, 5)
+  np.testing.assert_array_equal(
+    reference.from_blocked(reference.to_blocked(s), 130, 5), s
+  )
 
 
 def test_nvfp4_round_trip_and_error():
