@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core.errors import NonFiniteError
 from lib.core.errors import ShapeError
 from lib.core.errors import is_concrete
@@ -140,7 +141,7 @@ class Chain(Bijector):
   def _identity(self, x):
     x = jnp.asarray(x)
     batch_shape = x.shape[: x.ndim - self.event_ndims]
-    return x, jnp.zeros(batch_shape, jnp.result_type(x, float))
+    return x, jnp.zeros(batch_shape, dtypes.compute_dtype(x.dtype))
 
   def forward_and_log_det(self, params, x):
     if not self.bijectors:

@@ -280,7 +280,7 @@ class CDLinear(base.Bijector):
       x, event_size=self.num_channels, event_ndims=self.event_ndims, name="CD"
     )
     base.check_finite(x, "CDLinear input")
-    ld = self.log_abs_det_matrix(params).astype(x.dtype)
+    ld = self.log_abs_det_matrix(params).astype(dtypes.compute_dtype(x.dtype))
     return self._apply(params, x), base.broadcast_log_det(
       ld, x.shape, self.event_ndims
     )
@@ -290,7 +290,7 @@ class CDLinear(base.Bijector):
       y, event_size=self.num_channels, event_ndims=self.event_ndims, name="CD"
     )
     base.check_finite(y, "CDLinear input")
-    ld = -self.log_abs_det_matrix(params).astype(y.dtype)
+    ld = -self.log_abs_det_matrix(params).astype(dtypes.compute_dtype(y.dtype))
     return self._apply_inverse(params, y), base.broadcast_log_det(
       ld, y.shape, self.event_ndims
     )

@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core import errors
 from lib.core import rng
 from lib.flows import base
@@ -108,7 +109,9 @@ class Dequantized:
   def preprocess(self, y):
     """Dequantised y in [0, 1) -> flow input t(y) and log|det dt/dy|."""
     if self.alpha <= 0:
-      return y, jnp.zeros(y.shape[: y.ndim - self.event_ndims], y.dtype)
+      return y, jnp.zeros(
+        y.shape[: y.ndim - self.event_ndims], dtypes.compute_dtype(y.dtype)
+      )
     return dequant.logit_transform(y, self.alpha, self.event_ndims)
 
   def postprocess(self, x):

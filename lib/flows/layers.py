@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core.errors import ConfigError
 from lib.core.errors import ShapeError
 from lib.flows import base
@@ -59,13 +60,13 @@ class ActNorm(base.Bijector):
   def forward_and_log_det(self, params, x):
     self._check(x)
     y = x * jnp.exp(params["log_scale"]) + params["loc"]
-    ld = jnp.sum(params["log_scale"]).astype(x.dtype)
+    ld = jnp.sum(params["log_scale"]).astype(dtypes.compute_dtype(x.dtype))
     return y, base.broadcast_log_det(ld, x.shape, self.event_ndims)
 
   def inverse_and_log_det(self, params, y):
     self._check(y)
     x = (y - params["loc"]) * jnp.exp(-params["log_scale"])
-    ld = -jnp.sum(params["log_scale"]).astype(y.dtype)
+    ld = -jnp.sum(params["log_scale"]).astype(dtypes.compute_dtype(y.dtype))
     return x, base.broadcast_log_det(ld, y.shape, self.event_ndims)
 
 
@@ -220,11 +221,11 @@ class Squeeze(base.Bijector):
 
   def forward_and_log_det(self, params, x):
     y = squeeze(x)
-    return y, jnp.zeros(y.shape[:-3], y.dtype)
+    return y, jnp.zeros(y.shape[:-3], dtypes.compute_dtype(y.dtype))
 
   def inverse_and_log_det(self, params, y):
     x = unsqueeze(y)
-    return x, jnp.zeros(x.shape[:-3], x.dtype)
+    return x, jnp.zeros(x.shape[:-3], dtypes.compute_dtype(x.dtype))
 
 
 def split(x):

@@ -46,7 +46,9 @@ class _ChannelMap(base.Bijector):
 
   def _ld(self, ld_vec, x):
     return base.broadcast_log_det(
-      jnp.asarray(ld_vec, x.dtype), x.shape, self.event_ndims
+      jnp.asarray(ld_vec, dtypes.compute_dtype(x.dtype)),
+      x.shape,
+      self.event_ndims,
     )
 
 
@@ -126,13 +128,13 @@ class LULinear(_ChannelMap):
 
   def forward_and_log_det(self, params, x):
     self._check(x)
-    p, lower, upper = self._factors(params, x.dtype)
+    p, lower, upper = self._factors(params, dtypes.compute_dtype(x.dtype))
     w = p @ lower @ upper
     return x @ w.T, self._ld(jnp.sum(params["log_s"]), x)
 
   def inverse_and_log_det(self, params, y):
     self._check(y)
-    p, lower, upper = self._factors(params, y.dtype)
+    p, lower, upper = self._factors(params, dtypes.compute_dtype(y.dtype))
     flat = y.reshape(-1, self.num_channels).T
     # W^{-1} y = U^{-1} L^{-1} P^T y by two triangular solves.
     h = p.T @ flat

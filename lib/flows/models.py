@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import dtypes
 from lib.core.errors import ConfigError
 from lib.core.errors import ShapeError
 from lib.flows import base
@@ -190,7 +191,7 @@ class ImageFlow:
     """
     self._check(x)
     batch = x.shape[:-3]
-    h, total = x, jnp.zeros(batch, x.dtype)
+    h, total = x, jnp.zeros(batch, dtypes.compute_dtype(x.dtype))
     eps_parts = []
     for level in range(self.num_levels):
       p = params[f"level_{level}"]

@@ -169,7 +169,8 @@ def test_chain_order_is_distrax():
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_empty_chain_is_the_identity(dtype):
   # The empty composition: x unchanged, log|det I| = 0 per example, shaped
-  # and typed like every other bijector's (it was the Python float 0.0).
+  # and typed like every other bijector's (it was the Python float 0.0):
+  # float32 for a bf16 input (lib.core.dtypes).
   c = flows.chain([])
   x = jnp.arange(12.0, dtype=dtype).reshape(2, 3, 2)
   params = c.init(jax.random.key(0), x)
@@ -178,8 +179,26 @@ def test_empty_chain_is_the_identity(dtype):
     c.inverse_and_log_det(params, x),
   ):
     np.testing.assert_array_equal(y, x)
-    assert ld.shape == (2, 3) and ld.dtype == dtype
+    assert ld.shape == (2, 3) and ld.dtype == jnp.float32
     np.testing.assert_array_equal(ld, np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("direction", ["forward", "inverse"])
+def test_bf16_vector_flow_keeps_float32_log_dets(direction):
+  # Every layer of a vector flow (ActNorm, a CD map, an affine coupling)
+  # maps a bf16 batch in float32 and returns float32 log-dets; ActNorm's
+  # used to be bf16 (~3 digits). Oracle: the same flow on the batch cast to
+  # float32 up front, which is what the bf16 batch must mean.
+  flow = flows.VectorFlow(dim=4, num_steps=2, hidden=8)
+  x32 = jax.random.normal(jax.random.key(0), (16, 4))
+  x = x32.astype(jnp.bfloat16)
+  params = perturb_all(flow.init(jax.random.key(1), x32), 2)
+  fn = getattr(flow.steps, f"{direction}_and_log_det")
+  y, ld = jax.jit(fn)(params, x)
+  y_ref, ld_ref = jax.jit(fn)(params, x.astype(jnp.float32))
+  assert y.dtype == ld.dtype == jnp.float32
+  np.testing.assert_allclose(y, y_ref, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(ld, ld_ref, rtol=1e-6, atol=1e-6)
 
 
 def test_bad_input_errors():

@@ -66,12 +66,20 @@ def test_bad_kind_and_channels():
 
 @pytest.mark.parametrize(
   "kind,implementation",
-  [("dense", None), ("cd", "fft"), ("cd", "dense"), ("cd3", "auto")],
+  [
+    ("dense", None),
+    ("cd", "fft"),
+    ("cd", "dense"),
+    ("cd3", "auto"),
+    ("lu", None),
+  ],
 )
 def test_bf16_input_maps_like_float32(kind, implementation):
   # jnp.fft and slogdet/inv have no bf16: a bf16 batch raised there (or, for
   # CD, only on the FFT path, so the result hung on the batch size). Now
-  # it maps in float32: W x against the dense matrix in f64.
+  # it maps in float32 (lib.core.dtypes): W x against the dense matrix in
+  # f64, and the log-det is float32 too (in bf16 it kept ~3 digits; LU
+  # mapped and solved in bf16).
   n = 6
   kw = {} if implementation is None else {"implementation": implementation}
   layer = flows.make_linear(kind, n, **kw)
@@ -81,12 +89,12 @@ def test_bf16_input_maps_like_float32(kind, implementation):
   x_back, ild = jax.jit(layer.inverse_and_log_det)(p, y)
   w = np.asarray(layer.dense_matrix(p), np.float64)
   x64 = np.asarray(x, np.float64)
-  assert y.dtype == jnp.float32
+  assert y.dtype == ld.dtype == x_back.dtype == ild.dtype == jnp.float32
   np.testing.assert_allclose(y, x64 @ w.T, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(x_back, x64, rtol=1e-5, atol=1e-5)
   ref = np.linalg.slogdet(w)[1]
-  np.testing.assert_allclose(np.asarray(ld, np.float64), ref, rtol=1e-2)
-  np.testing.assert_allclose(np.asarray(ild, np.float64), -ref, rtol=1e-2)
+  np.testing.assert_allclose(ld, ref, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(ild, -ref, rtol=1e-5, atol=1e-6)
 
 
 def test_lu_fixed_factors_survive_weight_decay():
