@@ -246,7 +246,20 @@ def phase_config(train_config, num_steps: int, **overrides):
   num_steps is set, checkpoint_every defaults to num_steps (one checkpoint at
   the end of the phase), and `overrides` (e.g. checkpoint_every, eval_every)
   replace any other key.
+
+  Raises:
+    ConfigError: an override names a key that is neither in `train_config`
+      nor one that `lib.train.train` reads (a misspelt key).
   """
+  unknown = sorted(
+    k for k in overrides if k not in train_config and k not in _READ_KEYS
+  )
+  errors.check(
+    not unknown,
+    errors.ConfigError,
+    f"phase_config: unknown training key(s) {unknown}; the training config "
+    f"has {sorted(train_config)}",
+  )
   cfg = train_config.copy_and_resolve_references()
   cfg.unlock()
   cfg.num_steps = num_steps
@@ -272,6 +285,8 @@ def prepare_run(workdir, config) -> str:
 
 
 _TRAIN_KEYS = ("num_steps", "log_every", "checkpoint_every", "keep_checkpoints")
+# Every key `lib.train.train` reads (the optional ones included).
+_READ_KEYS = _TRAIN_KEYS + ("seed", "eval_every", "mesh_data", "tensorboard")
 
 
 def validate_train_config(config, where: str = "config") -> None:

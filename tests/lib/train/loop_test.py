@@ -151,6 +151,15 @@ def test_checkpoint_every_must_align_with_log_every(tmp_path):
     _train(tmp_path, "bad", checkpoint_every=15)
 
 
+def test_phase_config_refuses_a_misspelt_override():
+  # eval_evry would be added as a new key that nothing reads: the phase would
+  # evaluate at the end only, silently.
+  with pytest.raises(errors.ConfigError, match="'eval_evry'"):
+    train_lib.phase_config(_config(), 20, eval_evry=10)
+  cfg = train_lib.phase_config(_config(), 20, eval_every=10)
+  assert (cfg.num_steps, cfg.checkpoint_every, cfg.eval_every) == (20, 20, 10)
+
+
 def test_train_step_is_pure_and_jittable():
   task = _regression_task()
   tx = optax.sgd(0.1)
