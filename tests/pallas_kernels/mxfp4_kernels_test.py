@@ -139,6 +139,27 @@ def test_ops_dispatch_rejects_unknown_implementation():
     ops.quantize_quest(x, implementation="cuda")
 
 
+@pytest.mark.parametrize("implementation", [None, "xla", "pallas"])
+def test_mx_matmul_takes_leading_axes_of_a_in_every_implementation(
+  implementation,
+):
+  # a [2, 3, K] holds 6 rows; the oracle is the float64 product of the
+  # dequantized operands (MXFP4 products are exact, sums of 64 terms agree
+  # to fp32 rounding).
+  ka, kb = jax.random.split(jax.random.key(0))
+  a, _ = ops.quantize_quest(jax.random.normal(ka, (2, 3, 64)))
+  b = ops.quantize_absmax(jax.random.normal(kb, (5, 64)), seed=jnp.uint32(1))
+  want = (
+    np.asarray(reference.dequantize(a), np.float64)
+    @ np.asarray(reference.dequantize(b), np.float64).T
+  )
+  got = ops.mx_matmul(a, b, implementation=implementation)
+  assert got.shape == (2, 3, 5)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match=r"b \[N, K\]"):
+    ops.mx_matmul(b, a, implementation=implementation)
+
+
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)
 def test_quartet_linear_implementations_agree(platform):
   """The whole custom_vjp (forward GEMM, both backward GEMMs and their
