@@ -42,6 +42,9 @@ import numpy as np
 from lib.core import errors
 from lib.train import loop
 from lib.train import metrics
+from lib.train import workdir as workdir_lib
+
+SETTINGS_FILE = "sweep.json"
 
 
 def _label(value) -> str:
@@ -212,6 +215,31 @@ class SweepResult:
     return self.evals[key].reshape((-1,) + self.settings.shape)
 
 
+def _check_settings(workdir, config, settings: Settings, allow_change) -> None:
+  """Refuses to resume a workdir trained with other members (sweep.json).
+
+  The checkpoint only knows shapes: a grid of as many members with other
+  values would resume their states under the new settings, silently. The
+  config is checked (and written) first, so that a refused config never
+  leaves the new members recorded.
+  """
+  record = {
+    "sweep": {
+      "names": list(settings.names),
+      "shape": list(settings.shape),
+      "values": {k: v.tolist() for k, v in settings.values.items()},
+    }
+  }
+  workdir_lib.validate_train_config(config)
+  workdir_lib.prepare_workdir(workdir)
+  workdir_lib.check_config(workdir, config, allow_change=allow_change)
+  workdir_lib.check_config(
+    workdir, record, allow_change=allow_change, file_name=SETTINGS_FILE
+  )
+  workdir_lib.write_config(workdir, config)
+  workdir_lib.write_config(workdir, record, file_name=SETTINGS_FILE)
+
+
 def run_sweep(
   init_one: Callable[[jax.Array, dict], Any],
   step_one: Callable[..., tuple[Any, dict]],
@@ -254,6 +282,11 @@ def run_sweep(
 
   Returns:
     A `SweepResult`.
+
+  Raises:
+    ConfigError: as `lib.train.train`, and when `workdir` holds a sweep of
+      other members (names or values; recorded in its sweep.json), unless
+      the config change is allowed.
   """
   errors.check(
     batch_fn is None or batch_one is None,
@@ -261,6 +294,7 @@ def run_sweep(
     "run_sweep takes batch_fn (shared batch) or batch_one (per member), "
     "not both",
   )
+  _check_settings(workdir, config, settings, allow_config_change)
   values = {k: jax.device_put(v) for k, v in settings.values.items()}
   own_batch = batch_one is not None
 

@@ -196,7 +196,13 @@ def config_diff(old: dict, new: dict) -> list[str]:
   return lines
 
 
-def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
+def check_config(
+  workdir,
+  config,
+  *,
+  allow_change: bool | None = None,
+  file_name: str = CONFIG_FILE,
+) -> None:
   """Raises ConfigError if `workdir` already holds a run of another config.
 
   Args:
@@ -204,8 +210,10 @@ def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
     config: the new config.
     allow_change: resume anyway (recording the change); None takes the policy of
       the last `prepare_run` in this process (`config.allow_config_change`).
+    file_name: the record to compare with (`run_sweep` keeps its members in
+      sweep.json beside config.json).
   """
-  file = path(workdir, CONFIG_FILE)
+  file = path(workdir, file_name)
   if not file.exists():
     return
   try:
@@ -235,9 +243,9 @@ def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
       f.write(json.dumps(record) + "\n")
 
 
-def write_config(workdir, config) -> None:
-  """Saves the run's config as `<workdir>/config.json`."""
-  write_json(path(workdir, CONFIG_FILE), _config_dict(config))
+def write_config(workdir, config, *, file_name: str = CONFIG_FILE) -> None:
+  """Saves the run's config as `<workdir>/config.json` (or `file_name`)."""
+  write_json(path(workdir, file_name), _config_dict(config))
 
 
 def phase_config(train_config, num_steps: int, **overrides):

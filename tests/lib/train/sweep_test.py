@@ -156,6 +156,26 @@ def test_rerun_of_a_finished_sweep_returns_the_same_result(tmp_path):
   )
 
 
+def test_a_workdir_of_other_members_is_refused_naming_them(tmp_path):
+  # Same config, same member count and names, other learning rates: the
+  # checkpoint's shapes match, so a resume would carry the old members'
+  # states on under the new settings and end at neither grid's result.
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  kw = dict(workdir=str(tmp_path), config=_config(), eval_one=eval_one)
+  names = ("a", "b")
+  sweep.run_sweep(
+    init_one, step_one, sweep.grid(lr=(0.1, 0.2), names=names), **kw
+  )
+  other = sweep.grid(lr=(0.3, 0.4), names=names)
+  with pytest.raises(errors.ConfigError, match=r"sweep\.values\.lr"):
+    sweep.run_sweep(init_one, step_one, other, **kw)
+  with pytest.raises(errors.ConfigError, match=r"sweep\.names"):
+    sweep.run_sweep(init_one, step_one, sweep.grid(lr=(0.1, 0.2)), **kw)
+  # Allowed, the change is recorded and the run goes on.
+  sweep.run_sweep(init_one, step_one, other, allow_config_change=True, **kw)
+  assert (tmp_path / "config_changes.jsonl").exists()
+
+
 def test_select_best_skips_diverged_and_non_finite_and_breaks_ties_low():
   assert sweep.select_best([3.0, 1.0, 1.0]) == 1
   assert sweep.select_best([3.0, 1.0, 2.0], diverged=[0, 1, 0]) == 2
