@@ -201,17 +201,27 @@ class SweepResult:
     """Bool, the grid's shape: whether each member diverged."""
     return (self.diverged_at >= 0).reshape(self.settings.shape)
 
-  def final(self, key: str) -> np.ndarray:
-    """The last evaluation of `key`, shaped like the grid."""
+  def _check_eval(self, key: str) -> None:
     errors.check(
-      key in self.evals and self.steps.size > 0,
+      key in self.evals,
       errors.ConfigError,
       f"no evaluation {key!r} in this sweep (has {sorted(self.evals)})",
+    )
+
+  def final(self, key: str) -> np.ndarray:
+    """The last evaluation of `key`, shaped like the grid."""
+    self._check_eval(key)
+    errors.check(
+      self.steps.size > 0,
+      errors.ConfigError,
+      f"no step of this sweep evaluated {key!r}: its metric rows hold no "
+      "evaluations (were they written by a run without eval_one?)",
     )
     return self.evals[key][-1].reshape(self.settings.shape)
 
   def trajectory(self, key: str) -> np.ndarray:
     """[E, *grid shape]: `key` at every evaluation step."""
+    self._check_eval(key)
     return self.evals[key].reshape((-1,) + self.settings.shape)
 
 

@@ -176,6 +176,21 @@ def test_a_workdir_of_other_members_is_refused_naming_them(tmp_path):
   assert (tmp_path / "config_changes.jsonl").exists()
 
 
+def test_a_missing_evaluation_is_one_line_naming_it(tmp_path):
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  result = sweep.run_sweep(
+    init_one,
+    step_one,
+    sweep.grid(lr=(0.1, 0.2)),
+    workdir=str(tmp_path),
+    config=_config(),
+    eval_one=eval_one,
+  )
+  for method in (result.final, result.trajectory):
+    with pytest.raises(errors.ConfigError, match=r"'acc'.*has \['w'\]"):
+      method("acc")
+
+
 def test_select_best_skips_diverged_and_non_finite_and_breaks_ties_low():
   assert sweep.select_best([3.0, 1.0, 1.0]) == 1
   assert sweep.select_best([3.0, 1.0, 2.0], diverged=[0, 1, 0]) == 2
