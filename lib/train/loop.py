@@ -78,6 +78,13 @@ def _rows(step, stacked, evals, runs, name):
       )
     row = {k: float(v) for k, v in last.items()}
     return [{"run": name, **row} if name else row]
+  for k, v in last.items():
+    errors.check(
+      v.ndim == 0 or v.shape[0] == len(runs),
+      errors.ShapeError,
+      f"metric {k!r} has shape {v.shape}: with runs= ({len(runs)} names) "
+      f"metrics carry a leading axis of size {len(runs)}, one per run",
+    )
   rows = []
   for i, run in enumerate(runs):
     row = {"run": f"{name}/{run}" if name else str(run)}

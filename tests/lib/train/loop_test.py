@@ -228,6 +228,22 @@ def test_train_sweep_writes_one_row_per_run_and_matches_closed_form(tmp_path):
   assert history == rows
 
 
+def test_runs_of_another_count_than_the_stack_is_one_line(tmp_path):
+  # Three stacked runs named as two: the third run's rows were dropped.
+  def step_fn(state, batch, key, step):
+    del batch, key, step
+    return state + 1.0, {"loss": state}
+
+  with pytest.raises(errors.ShapeError, match=r"'loss' has shape \(3,\)"):
+    train_lib.train(
+      lambda key: jnp.zeros(3),
+      step_fn,
+      workdir=str(tmp_path),
+      config=_config(),
+      runs=("a", "b"),
+    )
+
+
 def test_changed_config_is_refused_naming_the_key(tmp_path):
   _train(tmp_path, "run", num_steps=20)
   with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3"):
