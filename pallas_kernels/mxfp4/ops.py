@@ -97,8 +97,18 @@ def quantize_absmax(
   implementation: str | None = None,
   interpret: bool | None = None,
 ) -> MXTensor:
-  """Absmax x 3/4 backward quantizer (SR or RTN); see the reference."""
+  """Absmax x 3/4 backward quantizer (SR or RTN); see the reference.
+
+  Raises:
+    MxInputError: `signs` is not [32] (one sign per Hadamard column), or the
+      implementation is unknown.
+  """
   _check(implementation)
+  if hadamard and signs is not None and jnp.shape(signs) != (reference.GROUP,):
+    raise MxInputError(
+      f"signs are the {reference.GROUP} column signs of the Hadamard "
+      f"rotation, shape [{reference.GROUP}]; got shape {jnp.shape(signs)}"
+    )
   if ffi.selected(implementation):
     return ffi.quantize_absmax(
       x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed

@@ -4,6 +4,8 @@ Interpret mode is slow on CPU, so the shapes are small; they include
 non-square operands and row counts that are not multiples of 128 (or 32).
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -158,6 +160,20 @@ def test_mx_matmul_takes_leading_axes_of_a_in_every_implementation(
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match=r"b \[N, K\]"):
     ops.mx_matmul(b, a, implementation=implementation)
+
+
+@pytest.mark.parametrize("implementation", [None, "pallas"])
+def test_signs_of_another_shape_are_one_line(implementation):
+  x = jnp.ones((2, 64))
+  for shape in ((16,), (64,), (2, 32)):
+    pattern = r"shape \[32\]; got shape " + re.escape(str(shape))
+    with pytest.raises(ValueError, match=pattern):
+      ops.quantize_absmax(
+        x,
+        signs=jnp.ones(shape),
+        seed=jnp.uint32(1),
+        implementation=implementation,
+      )
 
 
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)
