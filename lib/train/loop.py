@@ -204,6 +204,13 @@ def train(
   mesh = mesh if mesh is not None else mesh_lib.make_data_mesh(config.mesh_data)
   replicated = mesh_lib.replicated(mesh)
   # Only a `data` mesh has a batch axis (SADL's mesh has a `clients` axis).
+  errors.check(
+    not shard_batch or mesh_lib.DATA_AXIS in mesh.axis_names,
+    errors.ConfigError,
+    f"shard_batch splits batches over the mesh axis '{mesh_lib.DATA_AXIS}', "
+    f"but the mesh has axes {tuple(mesh.axis_names)}: name the batch axis "
+    f"'{mesh_lib.DATA_AXIS}', or pass shard_batch=False",
+  )
   batch_sharding = mesh_lib.batch_sharding(mesh) if shard_batch else None
   batch_fn = batch_fn or full_batch
   root = rng.root_key(config.seed)

@@ -134,6 +134,16 @@ def test_batch_not_divisible_by_devices(tmp_path):
     _train(tmp_path, "odd", task=odd)
 
 
+def test_a_mesh_without_a_data_axis_is_one_line(tmp_path):
+  # Task shards batches by default; a user's mesh that names its axis
+  # otherwise gave jax's "Resource axis: data ... is not found" deep inside.
+  mesh = jax.make_mesh(
+    (1,), ("batch",), axis_types=(jax.sharding.AxisType.Auto,)
+  )
+  with pytest.raises(errors.ConfigError, match=r"axis 'data'.*\('batch',\)"):
+    _train(tmp_path, "other_axis", mesh=mesh)
+
+
 def test_unwritable_workdir(tmp_path):
   blocker = tmp_path / "file"
   blocker.write_text("not a directory")
