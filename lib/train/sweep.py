@@ -109,7 +109,7 @@ def grid(names: Sequence[str] | None = None, **axes: Sequence) -> Settings:
   """Every combination of the axes' values, the first axis major.
 
   `grid(lr=(1e-3, 1e-2), seed=range(3))` has 6 members, shape (2, 3), named
-  "lr1e-3/seed0", ..., "lr1e-2/seed2" unless `names` (one per member, in that
+  "lr1e-3/seed0", ..., "lr0.01/seed2" unless `names` (one per member, in that
   order) says otherwise. Values repeated within an axis are an error (two
   members would share a name).
   """

@@ -1,5 +1,7 @@
 """lib.train.sweep: one vmapped program per stack, closed forms, divergence, resume."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,6 +56,13 @@ def test_grid_names_shape_and_order():
   np.testing.assert_array_equal(named.values["seed"], [7, 8, 7, 8])
   with pytest.raises(errors.ConfigError, match="4 distinct names"):
     sweep.grid(["a", "b", "c"], method=(0, 1), seed=(7, 8))
+
+
+def test_grid_docstring_example_names_what_grid_makes():
+  # The docstring is what users copy: its first and last names must be real.
+  first, last = re.findall(r'"(lr[^"]+)"', sweep.grid.__doc__)[:2]
+  names = sweep.grid(lr=(1e-3, 1e-2), seed=range(3)).names
+  assert (names[0], names[-1]) == (first, last)
 
 
 def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
