@@ -100,10 +100,14 @@ def quantize_absmax(
   """Absmax x 3/4 backward quantizer (SR or RTN); see the reference.
 
   Raises:
-    MxInputError: `signs` is not [32] (one sign per Hadamard column), or the
-      implementation is unknown.
+    MxInputError: `signs` is not [32] (one sign per Hadamard column), a
+      stochastic rounding without a seed, or an unknown implementation.
+    MxDTypeError: a seed that is not a uint32 (integer) scalar array
+      (`reference.check_seed`), checked here for every implementation.
   """
   _check(implementation)
+  if stochastic:  # The Pallas kernel is jitted: a Python int would pass.
+    reference.check_seed(seed)
   if hadamard and signs is not None and jnp.shape(signs) != (reference.GROUP,):
     raise MxInputError(
       f"signs are the {reference.GROUP} column signs of the Hadamard "

@@ -135,6 +135,21 @@ def test_stochastic_rounding_names_a_missing_or_wrong_seed():
   np.testing.assert_array_equal(got.codes, again.codes)
 
 
+@pytest.mark.parametrize("implementation", [None, "xla", "pallas"])
+def test_every_implementation_refuses_the_seeds_the_reference_refuses(
+  implementation,
+):
+  # check_seed refuses a Python number; the jitted Pallas wrapper turned it
+  # into a traced int32 and went on.
+  x = jnp.ones((2, 64))
+  for seed, pattern in (
+    (7, "jnp.uint32"),
+    (jax.random.key(0), "seed_from_key"),
+  ):
+    with pytest.raises(TypeError, match=pattern):
+      ops.quantize_absmax(x, seed=seed, implementation=implementation)
+
+
 def test_ops_dispatch_rejects_unknown_implementation():
   x = jnp.ones((32, 32))
   with pytest.raises(ValueError, match="implementation"):
