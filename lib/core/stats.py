@@ -14,7 +14,7 @@ def mean_interval(samples, level: float = 0.95):
 
   Args:
     samples: 1-D sequence of numbers.
-    level: two-sided confidence level.
+    level: two-sided confidence level in (0, 1).
 
   Returns:
     (mean, lo, hi) as floats. With fewer than two samples, or a non-finite
@@ -22,6 +22,11 @@ def mean_interval(samples, level: float = 0.95):
   """
   from scipy import stats  # Host-side only; keeps `import lib.core` light.
 
+  errors.check(
+    0 < level < 1,
+    errors.ConfigError,
+    f"level={level!r} is a confidence level in (0, 1), e.g. 0.95 (not 95)",
+  )
   x = np.asarray(samples, dtype=np.float64).reshape(-1)
   if x.size == 0:
     return float("nan"), float("nan"), float("nan")

@@ -67,3 +67,12 @@ def test_paired_statistics_refuse_unpaired_lengths(fn):
     fn([1.0, 2.0, 3.0], [1.0])
   with pytest.raises(errors.ShapeError, match="got 3 and 2"):
     fn([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("level", [95, 0.0, 1.0, -0.5])
+def test_a_level_outside_zero_one_is_refused(level):
+  # t.ppf(0.5 + 95 / 2) is NaN: the interval came back NaN, silently.
+  with pytest.raises(errors.ConfigError, match="level"):
+    stats.mean_interval([1.0, 2.0, 3.0], level=level)
+  with pytest.raises(errors.ConfigError, match="level"):
+    stats.paired_difference([1.0, 2.0], [0.0, 1.0], level=level)
