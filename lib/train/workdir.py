@@ -168,9 +168,27 @@ def write_json(file, obj) -> None:
     ) from None
 
 
+def _config_value(value):
+  """A JSON stand-in for a config value JSON has no type for, stable across
+  runs (config.json is compared on resume): a dtype by its name, a function
+  or class by its qualified name, a set as a sorted list."""
+  if isinstance(value, set | frozenset):
+    return sorted(value, key=repr)
+  try:
+    return np.dtype(value).name  # jnp.float32, np.int8, jnp.bfloat16, ...
+  except (TypeError, ValueError):
+    pass
+  if callable(value):
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"{module}.{name}" if module else name
+  return str(value)
+
+
 def _config_dict(config) -> dict:
   data = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-  return json.loads(json.dumps(to_python(data)))  # tuples -> lists, as on disk
+  # tuples -> lists, as on disk
+  return json.loads(json.dumps(to_python(data), default=_config_value))
 
 
 def _flatten(tree, prefix="") -> dict:

@@ -254,6 +254,29 @@ def test_runs_of_another_count_than_the_stack_is_one_line(tmp_path):
     )
 
 
+def test_config_with_a_dtype_and_a_function_is_written_and_resumed(tmp_path):
+  # flax configs hold dtypes (jnp.bfloat16) and callables; json.dumps raised
+  # "Object of type _ScalarMeta is not JSON serializable" deep inside.
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.dtype = jnp.bfloat16
+  config.activation = jax.nn.gelu
+  config.groups = {2, 1}
+  workdir = str(tmp_path / "run")
+  task = _regression_task()
+  first, _ = train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
+  with open(os.path.join(workdir, "config.json")) as f:
+    text = f.read()
+  assert '"dtype": "bfloat16"' in text and "gelu" in text
+  # The same config again resumes (no spurious change), bitwise.
+  again, _ = train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
+  np.testing.assert_array_equal(first.params["w"], again.params["w"])
+  config.dtype = jnp.float32
+  with pytest.raises(
+    errors.ConfigError, match="dtype: 'bfloat16' -> 'float32'"
+  ):
+    train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
+
+
 def test_changed_config_is_refused_naming_the_key(tmp_path):
   _train(tmp_path, "run", num_steps=20)
   with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3"):
