@@ -170,6 +170,19 @@ def test_phase_config_refuses_a_misspelt_override():
   assert (cfg.num_steps, cfg.checkpoint_every, cfg.eval_every) == (20, 20, 10)
 
 
+def test_a_seed_that_is_not_an_integer_is_named(tmp_path):
+  # jax.random.key(1.5) said "PRNG key seed must be an integer; got
+  # JitTracer(~float32[])", naming neither the key nor the config.
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.unlock()
+  del config["seed"]
+  config.seed = 1.5
+  with pytest.raises(errors.ConfigError, match=r"seed=1\.5 must be an integer"):
+    train_lib.fit(
+      _regression_task(), optax.sgd(0.1), workdir=str(tmp_path), config=config
+    )
+
+
 def test_train_step_is_pure_and_jittable():
   task = _regression_task()
   tx = optax.sgd(0.1)
