@@ -198,6 +198,12 @@ def train(
     Preempted: after SIGTERM, once the checkpoint is written.
   """
   workdir_lib.validate_train_config(config)
+  errors.check(
+    mesh is not None or "mesh_data" in config,
+    errors.ConfigError,
+    "config is missing the training key 'mesh_data' (the devices of the "
+    "data mesh; -1: all): add it, or pass mesh=",
+  )
   workdir_lib.prepare_workdir(workdir)
   workdir_lib.check_config(workdir, config, allow_change=allow_config_change)
   workdir_lib.write_config(workdir, config)

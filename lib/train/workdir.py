@@ -324,7 +324,7 @@ def validate_train_config(config, where: str = "config") -> None:
   def check(ok, message):
     errors.check(ok, errors.ConfigError, f"{where}.{message}")
 
-  for key in _TRAIN_KEYS + ("eval_every", "seed"):
+  for key in _TRAIN_KEYS + ("eval_every", "seed", "mesh_data"):
     value = config.get(key, 0)
     check(
       isinstance(value, int) and not isinstance(value, bool),

@@ -183,6 +183,22 @@ def test_a_seed_that_is_not_an_integer_is_named(tmp_path):
     )
 
 
+@pytest.mark.parametrize("mesh_data", [None, "all"])
+def test_a_missing_or_non_integer_mesh_data_is_named(tmp_path, mesh_data):
+  # Missing: AttributeError "'mesh_data'" after config.json was written;
+  # "all": "'<' not supported between instances of 'int' and 'str'".
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.unlock()
+  del config["mesh_data"]
+  if mesh_data is not None:
+    config.mesh_data = mesh_data
+  with pytest.raises(errors.ConfigError, match="mesh_data"):
+    train_lib.fit(
+      _regression_task(), optax.sgd(0.1), workdir=str(tmp_path), config=config
+    )
+  assert not os.path.exists(tmp_path / "config.json")
+
+
 def test_train_step_is_pure_and_jittable():
   task = _regression_task()
   tx = optax.sgd(0.1)
