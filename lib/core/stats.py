@@ -77,7 +77,13 @@ def mean_over_seeds(values, *, diverged=None):
     )
   ok = np.isfinite(x)
   if diverged is not None:
-    ok &= ~np.asarray(diverged, bool).reshape(x.shape)
+    flags = np.asarray(diverged, bool)
+    if flags.size != x.size:
+      raise errors.ShapeError(
+        f"diverged has shape {flags.shape}, values {x.shape}: one flag per "
+        "[setting, seed]"
+      )
+    ok &= ~flags.reshape(x.shape)
   means = np.where(ok.all(1), np.where(ok, x, 0).mean(1), np.nan)
   return means, ok
 

@@ -398,7 +398,13 @@ def select_best(
   x = np.asarray(values, np.float64).reshape(-1)
   ok = np.isfinite(x)
   if diverged is not None:
-    ok &= ~np.asarray(diverged, bool).reshape(-1)
+    flags = np.asarray(diverged, bool).reshape(-1)
+    errors.check(
+      flags.size == x.size,
+      errors.ShapeError,
+      f"select_best: diverged has {flags.size} flags for {x.size} values",
+    )
+    ok &= ~flags
   if not ok.any():
     return None
   x = np.where(ok, x if lower_is_better else -x, np.inf)

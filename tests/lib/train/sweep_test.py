@@ -208,6 +208,14 @@ def test_select_best_skips_diverged_and_non_finite_and_breaks_ties_low():
   assert sweep.select_best([np.inf, 1.0], diverged=[0, 1]) is None
 
 
+def test_diverged_flags_of_another_size_are_refused():
+  # One flag for three values broadcast: every member out, silently.
+  with pytest.raises(errors.ShapeError, match="1 flags for 3 values"):
+    sweep.select_best([1.0, 2.0, 3.0], diverged=[True])
+  with pytest.raises(errors.ShapeError, match=r"shape \(1,\)"):
+    stats.mean_over_seeds([[1.0, 2.0]], diverged=[True])
+
+
 def test_paired_difference_is_the_t_interval_of_the_differences():
   a, b = np.array([1.0, 2.0, 4.0]), np.array([0.5, 1.0, 1.0])
   out = stats.paired_difference(a, b, level=0.95, sign=-1.0)
