@@ -14,7 +14,7 @@ def mean_interval(samples, level: float = 0.95):
 
   Args:
     samples: 1-D sequence of numbers.
-    level: two-sided confidence level.
+    level: two-sided confidence level in (0, 1).
 
   Returns:
     (mean, lo, hi) as floats. With fewer than two samples, or a non-finite
@@ -22,6 +22,11 @@ def mean_interval(samples, level: float = 0.95):
   """
   from scipy import stats  # Host-side only; keeps `import lib.core` light.
 
+  errors.check(
+    0 < level < 1,
+    errors.ConfigError,
+    f"level={level!r} is a confidence level in (0, 1), e.g. 0.95 (not 95)",
+  )
   x = np.asarray(samples, dtype=np.float64).reshape(-1)
   if x.size == 0:
     return float("nan"), float("nan"), float("nan")
@@ -72,9 +77,27 @@ def mean_over_seeds(values, *, diverged=None):
     )
   ok = np.isfinite(x)
   if diverged is not None:
-    ok &= ~np.asarray(diverged, bool).reshape(x.shape)
+    flags = np.asarray(diverged, bool)
+    if flags.size != x.size:
+      raise errors.ShapeError(
+        f"diverged has shape {flags.shape}, values {x.shape}: one flag per "
+        "[setting, seed]"
+      )
+    ok &= ~flags.reshape(x.shape)
   means = np.where(ok.all(1), np.where(ok, x, 0).mean(1), np.nan)
   return means, ok
+
+
+def _paired(a, b, what: str):
+  """a and b as flat float64 arrays of one length: pairs, never broadcast."""
+  a = np.asarray(a, np.float64).reshape(-1)
+  b = np.asarray(b, np.float64).reshape(-1)
+  if a.size != b.size:
+    raise errors.ShapeError(
+      f"{what} pairs unit by unit, so both need one value per unit (seed, "
+      f"split, round): got {a.size} and {b.size}"
+    )
+  return a, b
 
 
 def paired_difference(a, b, level: float = 0.95, sign: float = 1.0) -> dict:
@@ -85,10 +108,8 @@ def paired_difference(a, b, level: float = 0.95, sign: float = 1.0) -> dict:
     differences and the differences themselves (sign = -1 for "lower is
     better", so that > 0 always means `a` is better).
   """
-  diff = sign * (
-    np.asarray(a, np.float64).reshape(-1)
-    - np.asarray(b, np.float64).reshape(-1)
-  )
+  a, b = _paired(a, b, "paired_difference(a, b)")
+  diff = sign * (a - b)
   point, lo, hi = mean_interval(diff, level)
   return {"point": point, "lo": lo, "hi": hi, "by_seed": diff.tolist()}
 
@@ -134,8 +155,9 @@ def ratio_interval(slow_times, fast_times, level: float = 0.95):
   Returns:
     (ratio, lo, hi) as floats (exp of `mean_interval` of the log ratios).
   """
-  log_ratio = np.log(np.asarray(slow_times, np.float64)) - np.log(
-    np.asarray(fast_times, np.float64)
+  slow, fast = _paired(
+    slow_times, fast_times, "ratio_interval(slow_times, fast_times)"
   )
+  log_ratio = np.log(slow) - np.log(fast)
   mean, lo, hi = mean_interval(log_ratio, level)
   return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))

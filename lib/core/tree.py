@@ -2,24 +2,35 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def l2_norm(tree) -> jax.Array:
-  """Global L2 norm of all leaves (float32 accumulation)."""
+  """Global L2 norm of all leaves (float32 accumulation).
+
+  Differentiable everywhere: at an all-zero tree the gradient is 0 (the
+  subgradient), not the NaN of d sqrt(s)/ds at s = 0.
+  """
   leaves = jax.tree.leaves(tree)
   if not leaves:
     return jnp.zeros((), jnp.float32)
-  return jnp.sqrt(
-    sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in leaves)
+  squares = sum(
+    jnp.sum(jnp.square(jnp.asarray(x).astype(jnp.float32))) for x in leaves
   )
+  # The double `where` keeps the NaN of sqrt'(0) out of the backward pass;
+  # elsewhere (NaN and inf included) the value is the plain sqrt, bit for bit.
+  zero = squares == 0
+  return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, squares)))
 
 
 def num_params(tree) -> int:
   """Number of scalar entries in a pytree (host int)."""
-  return int(sum(x.size for x in jax.tree.leaves(tree)))
+  return int(sum(np.size(x) for x in jax.tree.leaves(tree)))
 
 
 def all_finite(tree) -> jax.Array:
-  """Scalar bool: every entry of every leaf is finite."""
+  """Scalar bool: every entry of every leaf is finite (True for no leaves)."""
   leaves = jax.tree.leaves(tree)
+  if not leaves:
+    return jnp.ones((), bool)
   return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))

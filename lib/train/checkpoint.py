@@ -224,7 +224,7 @@ class Checkpointer:
     if not saved:
       raise _Damaged("orbax finds no arrays in its metadata")
     wanted = {
-      _leaf_name(p): x
+      _leaf_name(p): _as_stored(x)
       for p, x in jax.tree_util.tree_flatten_with_path(target)[0]
     }
     self._check_compatible(step, saved, wanted)
@@ -284,6 +284,16 @@ class Checkpointer:
   def close(self) -> None:
     self._manager.wait_until_finished()
     self._manager.close()
+
+
+def _as_stored(x):
+  """The shape and dtype a leaf has on disk: a typed PRNG key is stored as its
+  key data (threefry: uint32 [..., 2]). orbax's to_shape_dtype_struct does
+  this for a key array but passes a key-typed ShapeDtypeStruct through."""
+  if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    abstract = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.eval_shape(jax.random.key_data, abstract)
+  return x
 
 
 def _agreed(ok: bool) -> bool:

@@ -78,6 +78,13 @@ def _rows(step, stacked, evals, runs, name):
       )
     row = {k: float(v) for k, v in last.items()}
     return [{"run": name, **row} if name else row]
+  for k, v in last.items():
+    errors.check(
+      v.ndim == 0 or v.shape[0] == len(runs),
+      errors.ShapeError,
+      f"metric {k!r} has shape {v.shape}: with runs= ({len(runs)} names) "
+      f"metrics carry a leading axis of size {len(runs)}, one per run",
+    )
   rows = []
   for i, run in enumerate(runs):
     row = {"run": f"{name}/{run}" if name else str(run)}
@@ -191,12 +198,25 @@ def train(
     Preempted: after SIGTERM, once the checkpoint is written.
   """
   workdir_lib.validate_train_config(config)
+  errors.check(
+    mesh is not None or "mesh_data" in config,
+    errors.ConfigError,
+    "config is missing the training key 'mesh_data' (the devices of the "
+    "data mesh; -1: all): add it, or pass mesh=",
+  )
   workdir_lib.prepare_workdir(workdir)
   workdir_lib.check_config(workdir, config, allow_change=allow_config_change)
   workdir_lib.write_config(workdir, config)
   mesh = mesh if mesh is not None else mesh_lib.make_data_mesh(config.mesh_data)
   replicated = mesh_lib.replicated(mesh)
   # Only a `data` mesh has a batch axis (SADL's mesh has a `clients` axis).
+  errors.check(
+    not shard_batch or mesh_lib.DATA_AXIS in mesh.axis_names,
+    errors.ConfigError,
+    f"shard_batch splits batches over the mesh axis '{mesh_lib.DATA_AXIS}', "
+    f"but the mesh has axes {tuple(mesh.axis_names)}: name the batch axis "
+    f"'{mesh_lib.DATA_AXIS}', or pass shard_batch=False",
+  )
   batch_sharding = mesh_lib.batch_sharding(mesh) if shard_batch else None
   batch_fn = batch_fn or full_batch
   root = rng.root_key(config.seed)

@@ -42,6 +42,9 @@ import numpy as np
 from lib.core import errors
 from lib.train import loop
 from lib.train import metrics
+from lib.train import workdir as workdir_lib
+
+SETTINGS_FILE = "sweep.json"
 
 
 def _label(value) -> str:
@@ -106,7 +109,7 @@ def grid(names: Sequence[str] | None = None, **axes: Sequence) -> Settings:
   """Every combination of the axes' values, the first axis major.
 
   `grid(lr=(1e-3, 1e-2), seed=range(3))` has 6 members, shape (2, 3), named
-  "lr1e-3/seed0", ..., "lr1e-2/seed2" unless `names` (one per member, in that
+  "lr1e-3/seed0", ..., "lr0.01/seed2" unless `names` (one per member, in that
   order) says otherwise. Values repeated within an axis are an error (two
   members would share a name).
   """
@@ -198,18 +201,53 @@ class SweepResult:
     """Bool, the grid's shape: whether each member diverged."""
     return (self.diverged_at >= 0).reshape(self.settings.shape)
 
-  def final(self, key: str) -> np.ndarray:
-    """The last evaluation of `key`, shaped like the grid."""
+  def _check_eval(self, key: str) -> None:
     errors.check(
-      key in self.evals and self.steps.size > 0,
+      key in self.evals,
       errors.ConfigError,
       f"no evaluation {key!r} in this sweep (has {sorted(self.evals)})",
+    )
+
+  def final(self, key: str) -> np.ndarray:
+    """The last evaluation of `key`, shaped like the grid."""
+    self._check_eval(key)
+    errors.check(
+      self.steps.size > 0,
+      errors.ConfigError,
+      f"no step of this sweep evaluated {key!r}: its metric rows hold no "
+      "evaluations (were they written by a run without eval_one?)",
     )
     return self.evals[key][-1].reshape(self.settings.shape)
 
   def trajectory(self, key: str) -> np.ndarray:
     """[E, *grid shape]: `key` at every evaluation step."""
+    self._check_eval(key)
     return self.evals[key].reshape((-1,) + self.settings.shape)
+
+
+def _check_settings(workdir, config, settings: Settings, allow_change) -> None:
+  """Refuses to resume a workdir trained with other members (sweep.json).
+
+  The checkpoint only knows shapes: a grid of as many members with other
+  values would resume their states under the new settings, silently. The
+  config is checked (and written) first, so that a refused config never
+  leaves the new members recorded.
+  """
+  record = {
+    "sweep": {
+      "names": list(settings.names),
+      "shape": list(settings.shape),
+      "values": {k: v.tolist() for k, v in settings.values.items()},
+    }
+  }
+  workdir_lib.validate_train_config(config)
+  workdir_lib.prepare_workdir(workdir)
+  workdir_lib.check_config(workdir, config, allow_change=allow_change)
+  workdir_lib.check_config(
+    workdir, record, allow_change=allow_change, file_name=SETTINGS_FILE
+  )
+  workdir_lib.write_config(workdir, config)
+  workdir_lib.write_config(workdir, record, file_name=SETTINGS_FILE)
 
 
 def run_sweep(
@@ -254,6 +292,11 @@ def run_sweep(
 
   Returns:
     A `SweepResult`.
+
+  Raises:
+    ConfigError: as `lib.train.train`, and when `workdir` holds a sweep of
+      other members (names or values; recorded in its sweep.json), unless
+      the config change is allowed.
   """
   errors.check(
     batch_fn is None or batch_one is None,
@@ -261,6 +304,7 @@ def run_sweep(
     "run_sweep takes batch_fn (shared batch) or batch_one (per member), "
     "not both",
   )
+  _check_settings(workdir, config, settings, allow_config_change)
   values = {k: jax.device_put(v) for k, v in settings.values.items()}
   own_batch = batch_one is not None
 
@@ -354,7 +398,13 @@ def select_best(
   x = np.asarray(values, np.float64).reshape(-1)
   ok = np.isfinite(x)
   if diverged is not None:
-    ok &= ~np.asarray(diverged, bool).reshape(-1)
+    flags = np.asarray(diverged, bool).reshape(-1)
+    errors.check(
+      flags.size == x.size,
+      errors.ShapeError,
+      f"select_best: diverged has {flags.size} flags for {x.size} values",
+    )
+    ok &= ~flags
   if not ok.any():
     return None
   x = np.where(ok, x if lower_is_better else -x, np.inf)

@@ -168,9 +168,27 @@ def write_json(file, obj) -> None:
     ) from None
 
 
+def _config_value(value):
+  """A JSON stand-in for a config value JSON has no type for, stable across
+  runs (config.json is compared on resume): a dtype by its name, a function
+  or class by its qualified name, a set as a sorted list."""
+  if isinstance(value, set | frozenset):
+    return sorted(value, key=repr)
+  try:
+    return np.dtype(value).name  # jnp.float32, np.int8, jnp.bfloat16, ...
+  except (TypeError, ValueError):
+    pass
+  if callable(value):
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"{module}.{name}" if module else name
+  return str(value)
+
+
 def _config_dict(config) -> dict:
   data = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-  return json.loads(json.dumps(to_python(data)))  # tuples -> lists, as on disk
+  # tuples -> lists, as on disk
+  return json.loads(json.dumps(to_python(data), default=_config_value))
 
 
 def _flatten(tree, prefix="") -> dict:
@@ -196,7 +214,13 @@ def config_diff(old: dict, new: dict) -> list[str]:
   return lines
 
 
-def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
+def check_config(
+  workdir,
+  config,
+  *,
+  allow_change: bool | None = None,
+  file_name: str = CONFIG_FILE,
+) -> None:
   """Raises ConfigError if `workdir` already holds a run of another config.
 
   Args:
@@ -204,8 +228,10 @@ def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
     config: the new config.
     allow_change: resume anyway (recording the change); None takes the policy of
       the last `prepare_run` in this process (`config.allow_config_change`).
+    file_name: the record to compare with (`run_sweep` keeps its members in
+      sweep.json beside config.json).
   """
-  file = path(workdir, CONFIG_FILE)
+  file = path(workdir, file_name)
   if not file.exists():
     return
   try:
@@ -235,9 +261,9 @@ def check_config(workdir, config, *, allow_change: bool | None = None) -> None:
       f.write(json.dumps(record) + "\n")
 
 
-def write_config(workdir, config) -> None:
-  """Saves the run's config as `<workdir>/config.json`."""
-  write_json(path(workdir, CONFIG_FILE), _config_dict(config))
+def write_config(workdir, config, *, file_name: str = CONFIG_FILE) -> None:
+  """Saves the run's config as `<workdir>/config.json` (or `file_name`)."""
+  write_json(path(workdir, file_name), _config_dict(config))
 
 
 def phase_config(train_config, num_steps: int, **overrides):
@@ -246,7 +272,20 @@ def phase_config(train_config, num_steps: int, **overrides):
   num_steps is set, checkpoint_every defaults to num_steps (one checkpoint at
   the end of the phase), and `overrides` (e.g. checkpoint_every, eval_every)
   replace any other key.
+
+  Raises:
+    ConfigError: an override names a key that is neither in `train_config`
+      nor one that `lib.train.train` reads (a misspelt key).
   """
+  unknown = sorted(
+    k for k in overrides if k not in train_config and k not in _READ_KEYS
+  )
+  errors.check(
+    not unknown,
+    errors.ConfigError,
+    f"phase_config: unknown training key(s) {unknown}; the training config "
+    f"has {sorted(train_config)}",
+  )
   cfg = train_config.copy_and_resolve_references()
   cfg.unlock()
   cfg.num_steps = num_steps
@@ -272,6 +311,8 @@ def prepare_run(workdir, config) -> str:
 
 
 _TRAIN_KEYS = ("num_steps", "log_every", "checkpoint_every", "keep_checkpoints")
+# Every key `lib.train.train` reads (the optional ones included).
+_READ_KEYS = _TRAIN_KEYS + ("seed", "eval_every", "mesh_data", "tensorboard")
 
 
 def validate_train_config(config, where: str = "config") -> None:
@@ -283,7 +324,7 @@ def validate_train_config(config, where: str = "config") -> None:
   def check(ok, message):
     errors.check(ok, errors.ConfigError, f"{where}.{message}")
 
-  for key in _TRAIN_KEYS + ("eval_every",):
+  for key in _TRAIN_KEYS + ("eval_every", "seed", "mesh_data"):
     value = config.get(key, 0)
     check(
       isinstance(value, int) and not isinstance(value, bool),

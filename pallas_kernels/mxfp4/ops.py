@@ -41,12 +41,12 @@ def _check(implementation) -> None:
 def _check_matmul_shapes(a: MXTensor, b: MXTensor) -> None:
   if (
     len(a.shape) < 2
-    or len(b.shape) < 2
+    or len(b.shape) != 2
     or a.shape[-1] != b.shape[-1]
     or a.scale.shape[-1] != b.scale.shape[-1]
   ):
     raise MxInputError(
-      f"mx_matmul needs a [M, K] and b [N, K] with the same K; got a "
+      f"mx_matmul needs a [..., M, K] and b [N, K] with the same K; got a "
       f"{list(a.shape)} (scales {list(a.scale.shape)}) and b "
       f"{list(b.shape)} (scales {list(b.scale.shape)})"
     )
@@ -97,8 +97,22 @@ def quantize_absmax(
   implementation: str | None = None,
   interpret: bool | None = None,
 ) -> MXTensor:
-  """Absmax x 3/4 backward quantizer (SR or RTN); see the reference."""
+  """Absmax x 3/4 backward quantizer (SR or RTN); see the reference.
+
+  Raises:
+    MxInputError: `signs` is not [32] (one sign per Hadamard column), a
+      stochastic rounding without a seed, or an unknown implementation.
+    MxDTypeError: a seed that is not a uint32 (integer) scalar array
+      (`reference.check_seed`), checked here for every implementation.
+  """
   _check(implementation)
+  if stochastic:  # The Pallas kernel is jitted: a Python int would pass.
+    reference.check_seed(seed)
+  if hadamard and signs is not None and jnp.shape(signs) != (reference.GROUP,):
+    raise MxInputError(
+      f"signs are the {reference.GROUP} column signs of the Hadamard "
+      f"rotation, shape [{reference.GROUP}]; got shape {jnp.shape(signs)}"
+    )
   if ffi.selected(implementation):
     return ffi.quantize_absmax(
       x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed
@@ -128,20 +142,26 @@ def mx_matmul(
   implementation: str | None = None,
   interpret: bool | None = None,
 ) -> jax.Array:
-  """dequant(a)[M, K] @ dequant(b)[N, K]^T with alpha = 1 / (a.alpha_inv b.alpha_inv).
+  """alpha dequant(a)[..., M, K] @ dequant(b)[N, K]^T -> [..., M, N].
+
+  alpha = 1 / (a.alpha_inv b.alpha_inv).
 
   Raises:
-    MxInputError: the operands are not [..., rows, K] with the same K, or
-      the implementation is unknown.
+    MxInputError: the operands are not a [..., M, K] and b [N, K] with the
+      same K, or the implementation is unknown.
   """
   _check(implementation)
   _check_matmul_shapes(a, b)
   if ffi.selected(implementation):
     return ffi.mx_matmul(a, b, out_dtype=out_dtype)
   if implementation == "pallas":
-    return gemm.mx_matmul_pallas(
-      a, b, out_dtype=out_dtype, interpret=_interpret(interpret)
+    # The kernel takes [M, K]: a's leading axes are more rows, as in the
+    # reference (the quantizers above flatten them the same way).
+    rows = MXTensor(_as_2d(a.codes), _as_2d(a.scale), a.alpha_inv)
+    y = gemm.mx_matmul_pallas(
+      rows, b, out_dtype=out_dtype, interpret=_interpret(interpret)
     )
+    return y.reshape(*a.shape[:-1], b.shape[0])
   return reference.mx_matmul(a, b, out_dtype=out_dtype)
 
 

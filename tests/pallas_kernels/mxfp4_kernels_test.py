@@ -4,6 +4,8 @@ Interpret mode is slow on CPU, so the shapes are small; they include
 non-square operands and row counts that are not multiples of 128 (or 32).
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,10 +135,60 @@ def test_stochastic_rounding_names_a_missing_or_wrong_seed():
   np.testing.assert_array_equal(got.codes, again.codes)
 
 
+@pytest.mark.parametrize("implementation", [None, "xla", "pallas"])
+def test_every_implementation_refuses_the_seeds_the_reference_refuses(
+  implementation,
+):
+  # check_seed refuses a Python number; the jitted Pallas wrapper turned it
+  # into a traced int32 and went on.
+  x = jnp.ones((2, 64))
+  for seed, pattern in (
+    (7, "jnp.uint32"),
+    (jax.random.key(0), "seed_from_key"),
+  ):
+    with pytest.raises(TypeError, match=pattern):
+      ops.quantize_absmax(x, seed=seed, implementation=implementation)
+
+
 def test_ops_dispatch_rejects_unknown_implementation():
   x = jnp.ones((32, 32))
   with pytest.raises(ValueError, match="implementation"):
     ops.quantize_quest(x, implementation="cuda")
+
+
+@pytest.mark.parametrize("implementation", [None, "xla", "pallas"])
+def test_mx_matmul_takes_leading_axes_of_a_in_every_implementation(
+  implementation,
+):
+  # a [2, 3, K] holds 6 rows; the oracle is the float64 product of the
+  # dequantized operands (MXFP4 products are exact, sums of 64 terms agree
+  # to fp32 rounding).
+  ka, kb = jax.random.split(jax.random.key(0))
+  a, _ = ops.quantize_quest(jax.random.normal(ka, (2, 3, 64)))
+  b = ops.quantize_absmax(jax.random.normal(kb, (5, 64)), seed=jnp.uint32(1))
+  want = (
+    np.asarray(reference.dequantize(a), np.float64)
+    @ np.asarray(reference.dequantize(b), np.float64).T
+  )
+  got = ops.mx_matmul(a, b, implementation=implementation)
+  assert got.shape == (2, 3, 5)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match=r"b \[N, K\]"):
+    ops.mx_matmul(b, a, implementation=implementation)
+
+
+@pytest.mark.parametrize("implementation", [None, "pallas"])
+def test_signs_of_another_shape_are_one_line(implementation):
+  x = jnp.ones((2, 64))
+  for shape in ((16,), (64,), (2, 32)):
+    pattern = r"shape \[32\]; got shape " + re.escape(str(shape))
+    with pytest.raises(ValueError, match=pattern):
+      ops.quantize_absmax(
+        x,
+        signs=jnp.ones(shape),
+        seed=jnp.uint32(1),
+        implementation=implementation,
+      )
 
 
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)

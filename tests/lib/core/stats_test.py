@@ -57,3 +57,22 @@ def test_mean_over_seeds_keeps_the_dtype_and_wants_two_axes():
   assert stats.mean_over_seeds(x)[0].dtype == np.float32
   with pytest.raises(errors.ShapeError, match=r"\[settings, seeds\]"):
     stats.mean_over_seeds([1.0, 2.0])
+
+
+@pytest.mark.parametrize("fn", [stats.paired_difference, stats.ratio_interval])
+def test_paired_statistics_refuse_unpaired_lengths(fn):
+  # Three seeds against one: numpy would broadcast the one value over all
+  # three and report an interval over "pairs" that do not exist.
+  with pytest.raises(errors.ShapeError, match="got 3 and 1"):
+    fn([1.0, 2.0, 3.0], [1.0])
+  with pytest.raises(errors.ShapeError, match="got 3 and 2"):
+    fn([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("level", [95, 0.0, 1.0, -0.5])
+def test_a_level_outside_zero_one_is_refused(level):
+  # t.ppf(0.5 + 95 / 2) is NaN: the interval came back NaN, silently.
+  with pytest.raises(errors.ConfigError, match="level"):
+    stats.mean_interval([1.0, 2.0, 3.0], level=level)
+  with pytest.raises(errors.ConfigError, match="level"):
+    stats.paired_difference([1.0, 2.0], [0.0, 1.0], level=level)

@@ -134,6 +134,16 @@ def test_batch_not_divisible_by_devices(tmp_path):
     _train(tmp_path, "odd", task=odd)
 
 
+def test_a_mesh_without_a_data_axis_is_one_line(tmp_path):
+  # Task shards batches by default; a user's mesh that names its axis
+  # otherwise gave jax's "Resource axis: data ... is not found" deep inside.
+  mesh = jax.make_mesh(
+    (1,), ("batch",), axis_types=(jax.sharding.AxisType.Auto,)
+  )
+  with pytest.raises(errors.ConfigError, match=r"axis 'data'.*\('batch',\)"):
+    _train(tmp_path, "other_axis", mesh=mesh)
+
+
 def test_unwritable_workdir(tmp_path):
   blocker = tmp_path / "file"
   blocker.write_text("not a directory")
@@ -149,6 +159,44 @@ def test_unwritable_workdir(tmp_path):
 def test_checkpoint_every_must_align_with_log_every(tmp_path):
   with pytest.raises(errors.ConfigError, match="checkpoint_every"):
     _train(tmp_path, "bad", checkpoint_every=15)
+
+
+def test_phase_config_refuses_a_misspelt_override():
+  # eval_evry would be added as a new key that nothing reads: the phase would
+  # evaluate at the end only, silently.
+  with pytest.raises(errors.ConfigError, match="'eval_evry'"):
+    train_lib.phase_config(_config(), 20, eval_evry=10)
+  cfg = train_lib.phase_config(_config(), 20, eval_every=10)
+  assert (cfg.num_steps, cfg.checkpoint_every, cfg.eval_every) == (20, 20, 10)
+
+
+def test_a_seed_that_is_not_an_integer_is_named(tmp_path):
+  # jax.random.key(1.5) said "PRNG key seed must be an integer; got
+  # JitTracer(~float32[])", naming neither the key nor the config.
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.unlock()
+  del config["seed"]
+  config.seed = 1.5
+  with pytest.raises(errors.ConfigError, match=r"seed=1\.5 must be an integer"):
+    train_lib.fit(
+      _regression_task(), optax.sgd(0.1), workdir=str(tmp_path), config=config
+    )
+
+
+@pytest.mark.parametrize("mesh_data", [None, "all"])
+def test_a_missing_or_non_integer_mesh_data_is_named(tmp_path, mesh_data):
+  # Missing: AttributeError "'mesh_data'" after config.json was written;
+  # "all": "'<' not supported between instances of 'int' and 'str'".
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.unlock()
+  del config["mesh_data"]
+  if mesh_data is not None:
+    config.mesh_data = mesh_data
+  with pytest.raises(errors.ConfigError, match="mesh_data"):
+    train_lib.fit(
+      _regression_task(), optax.sgd(0.1), workdir=str(tmp_path), config=config
+    )
+  assert not os.path.exists(tmp_path / "config.json")
 
 
 def test_train_step_is_pure_and_jittable():
@@ -217,6 +265,45 @@ def test_train_sweep_writes_one_row_per_run_and_matches_closed_form(tmp_path):
   np.testing.assert_allclose(last["gd/c"]["abs_x"], 2.0**7, rtol=1e-6)
   np.testing.assert_allclose(last["gd/b"]["loss"], 0.5 * 0.5**14, rtol=1e-5)
   assert history == rows
+
+
+def test_runs_of_another_count_than_the_stack_is_one_line(tmp_path):
+  # Three stacked runs named as two: the third run's rows were dropped.
+  def step_fn(state, batch, key, step):
+    del batch, key, step
+    return state + 1.0, {"loss": state}
+
+  with pytest.raises(errors.ShapeError, match=r"'loss' has shape \(3,\)"):
+    train_lib.train(
+      lambda key: jnp.zeros(3),
+      step_fn,
+      workdir=str(tmp_path),
+      config=_config(),
+      runs=("a", "b"),
+    )
+
+
+def test_config_with_a_dtype_and_a_function_is_written_and_resumed(tmp_path):
+  # flax configs hold dtypes (jnp.bfloat16) and callables; json.dumps raised
+  # "Object of type _ScalarMeta is not JSON serializable" deep inside.
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  config.dtype = jnp.bfloat16
+  config.activation = jax.nn.gelu
+  config.groups = {2, 1}
+  workdir = str(tmp_path / "run")
+  task = _regression_task()
+  first, _ = train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
+  with open(os.path.join(workdir, "config.json")) as f:
+    text = f.read()
+  assert '"dtype": "bfloat16"' in text and "gelu" in text
+  # The same config again resumes (no spurious change), bitwise.
+  again, _ = train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
+  np.testing.assert_array_equal(first.params["w"], again.params["w"])
+  config.dtype = jnp.float32
+  with pytest.raises(
+    errors.ConfigError, match="dtype: 'bfloat16' -> 'float32'"
+  ):
+    train_lib.fit(task, optax.sgd(0.1), workdir=workdir, config=config)
 
 
 def test_changed_config_is_refused_naming_the_key(tmp_path):

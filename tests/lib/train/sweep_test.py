@@ -1,5 +1,7 @@
 """lib.train.sweep: one vmapped program per stack, closed forms, divergence, resume."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,6 +56,13 @@ def test_grid_names_shape_and_order():
   np.testing.assert_array_equal(named.values["seed"], [7, 8, 7, 8])
   with pytest.raises(errors.ConfigError, match="4 distinct names"):
     sweep.grid(["a", "b", "c"], method=(0, 1), seed=(7, 8))
+
+
+def test_grid_docstring_example_names_what_grid_makes():
+  # The docstring is what users copy: its first and last names must be real.
+  first, last = re.findall(r'"(lr[^"]+)"', sweep.grid.__doc__)[:2]
+  names = sweep.grid(lr=(1e-3, 1e-2), seed=range(3)).names
+  assert (names[0], names[-1]) == (first, last)
 
 
 def test_members_match_the_closed_form_at_every_evaluation(tmp_path):
@@ -156,12 +165,55 @@ def test_rerun_of_a_finished_sweep_returns_the_same_result(tmp_path):
   )
 
 
+def test_a_workdir_of_other_members_is_refused_naming_them(tmp_path):
+  # Same config, same member count and names, other learning rates: the
+  # checkpoint's shapes match, so a resume would carry the old members'
+  # states on under the new settings and end at neither grid's result.
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  kw = dict(workdir=str(tmp_path), config=_config(), eval_one=eval_one)
+  names = ("a", "b")
+  sweep.run_sweep(
+    init_one, step_one, sweep.grid(lr=(0.1, 0.2), names=names), **kw
+  )
+  other = sweep.grid(lr=(0.3, 0.4), names=names)
+  with pytest.raises(errors.ConfigError, match=r"sweep\.values\.lr"):
+    sweep.run_sweep(init_one, step_one, other, **kw)
+  with pytest.raises(errors.ConfigError, match=r"sweep\.names"):
+    sweep.run_sweep(init_one, step_one, sweep.grid(lr=(0.1, 0.2)), **kw)
+  # Allowed, the change is recorded and the run goes on.
+  sweep.run_sweep(init_one, step_one, other, allow_config_change=True, **kw)
+  assert (tmp_path / "config_changes.jsonl").exists()
+
+
+def test_a_missing_evaluation_is_one_line_naming_it(tmp_path):
+  init_one, step_one, eval_one = _gd_on_quadratic()
+  result = sweep.run_sweep(
+    init_one,
+    step_one,
+    sweep.grid(lr=(0.1, 0.2)),
+    workdir=str(tmp_path),
+    config=_config(),
+    eval_one=eval_one,
+  )
+  for method in (result.final, result.trajectory):
+    with pytest.raises(errors.ConfigError, match=r"'acc'.*has \['w'\]"):
+      method("acc")
+
+
 def test_select_best_skips_diverged_and_non_finite_and_breaks_ties_low():
   assert sweep.select_best([3.0, 1.0, 1.0]) == 1
   assert sweep.select_best([3.0, 1.0, 2.0], diverged=[0, 1, 0]) == 2
   assert sweep.select_best([np.nan, 5.0]) == 1
   assert sweep.select_best([1.0, 2.0], lower_is_better=False) == 1
   assert sweep.select_best([np.inf, 1.0], diverged=[0, 1]) is None
+
+
+def test_diverged_flags_of_another_size_are_refused():
+  # One flag for three values broadcast: every member out, silently.
+  with pytest.raises(errors.ShapeError, match="1 flags for 3 values"):
+    sweep.select_best([1.0, 2.0, 3.0], diverged=[True])
+  with pytest.raises(errors.ShapeError, match=r"shape \(1,\)"):
+    stats.mean_over_seeds([[1.0, 2.0]], diverged=[True])
 
 
 def test_paired_difference_is_the_t_interval_of_the_differences():
