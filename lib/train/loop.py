@@ -174,7 +174,9 @@ def train(
       over a `clients` axis).
     batch_fn: (data, key, step) -> batch, jittable; default: the whole `data`.
     eval_fn: (state, data) -> dict of scalars; jitted; run every `eval_every` steps
-      and at the end.
+      and at the end. Name its metrics apart from `step_fn`'s: an evaluated
+      step's row holds both, a shared name holds the evaluation's value, and
+      `History.evals()` then reads every row holding that name as evaluated.
     mesh: the mesh; by default a `data` mesh over `config.mesh_data` devices.
     name: label for progress lines and the `run` column.
     runs: names of the R runs stacked in the state: metrics and eval leaves then
