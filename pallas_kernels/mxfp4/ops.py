@@ -38,20 +38,6 @@ def _check(implementation) -> None:
     )
 
 
-def _check_matmul_shapes(a: MXTensor, b: MXTensor) -> None:
-  if (
-    len(a.shape) < 2
-    or len(b.shape) != 2
-    or a.shape[-1] != b.shape[-1]
-    or a.scale.shape[-1] != b.scale.shape[-1]
-  ):
-    raise MxInputError(
-      f"mx_matmul needs a [..., M, K] and b [N, K] with the same K; got a "
-      f"{list(a.shape)} (scales {list(a.scale.shape)}) and b "
-      f"{list(b.shape)} (scales {list(b.scale.shape)})"
-    )
-
-
 def _interpret(interpret: bool | None) -> bool:
   if interpret is None:
     return jax.default_backend() != "gpu"
@@ -108,11 +94,8 @@ def quantize_absmax(
   _check(implementation)
   if stochastic:  # The Pallas kernel is jitted: a Python int would pass.
     reference.check_seed(seed)
-  if hadamard and signs is not None and jnp.shape(signs) != (reference.GROUP,):
-    raise MxInputError(
-      f"signs are the {reference.GROUP} column signs of the Hadamard "
-      f"rotation, shape [{reference.GROUP}]; got shape {jnp.shape(signs)}"
-    )
+  if hadamard:
+    reference.check_signs(signs)
   if ffi.selected(implementation):
     return ffi.quantize_absmax(
       x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed
@@ -151,7 +134,7 @@ def mx_matmul(
       same K, or the implementation is unknown.
   """
   _check(implementation)
-  _check_matmul_shapes(a, b)
+  reference.check_matmul_shapes(a, b)
   if ffi.selected(implementation):
     return ffi.mx_matmul(a, b, out_dtype=out_dtype)
   if implementation == "pallas":

@@ -241,8 +241,18 @@ def hadamard_matrix(n: int = GROUP) -> np.ndarray:
   return ((1 - 2 * parity) / np.sqrt(n)).astype(np.float32)
 
 
+def check_signs(signs) -> None:
+  """None or the [32] column signs of the Hadamard rotation (MxInputError)."""
+  if signs is not None and jnp.shape(signs) != (GROUP,):
+    raise MxInputError(
+      f"signs are the {GROUP} column signs of the Hadamard rotation, shape "
+      f"[{GROUP}]; got shape {jnp.shape(signs)}"
+    )
+
+
 def rotation_matrix(signs: jax.Array | None = None) -> jax.Array:
   """H32 diag(signs): the (randomised) rotation applied per 32-group."""
+  check_signs(signs)
   h = jnp.asarray(hadamard_matrix(GROUP))
   if signs is None:
     return h
@@ -444,10 +454,25 @@ def default_operand_dtype():
   return jnp.float32 if jax.default_backend() == "cpu" else jnp.bfloat16
 
 
+def check_matmul_shapes(a: MXTensor, b: MXTensor) -> None:
+  """a [..., M, K] and b [N, K] with the same K (MxInputError naming both)."""
+  if (
+    len(a.shape) < 2
+    or len(b.shape) != 2
+    or a.shape[-1] != b.shape[-1]
+    or a.scale.shape[-1] != b.scale.shape[-1]
+  ):
+    raise MxInputError(
+      f"mx_matmul needs a [..., M, K] and b [N, K] with the same K; got a "
+      f"{list(a.shape)} (scales {list(a.scale.shape)}) and b "
+      f"{list(b.shape)} (scales {list(b.scale.shape)})"
+    )
+
+
 def mx_matmul(
   a: MXTensor, b: MXTensor, *, out_dtype=jnp.float32, operand_dtype=None
 ) -> jax.Array:
-  """alpha dequant(a) [M, K] @ dequant(b)[N, K]^T, fp32 accumulation ("TN").
+  """alpha dequant(a) [..., M, K] @ dequant(b)[N, K]^T, fp32 accumulation ("TN").
 
   alpha = 1 / (a.alpha_inv b.alpha_inv) is applied to the [M, N] result, as
   the kernels do. `operand_dtype` (None: `default_operand_dtype()`) is the
@@ -455,6 +480,7 @@ def mx_matmul(
   value exactly, so bf16 and fp32 operands give the same products and differ
   only in fp32 summation order.
   """
+  check_matmul_shapes(a, b)
   dtype = operand_dtype or default_operand_dtype()
   y = jnp.dot(
     dequantize_unscaled(a).astype(dtype),

@@ -191,6 +191,20 @@ def test_signs_of_another_shape_are_one_line(implementation):
       )
 
 
+def test_reference_rotation_and_matmul_check_their_shapes():
+  # The reference is a public entry point too (lib.quant calls it directly):
+  # signs of another shape broadcast into a wrong rotation or a deep jnp
+  # error, and a 3-D b was transposed on every axis by `.T`.
+  with pytest.raises(ValueError, match=r"shape \[32\]; got shape \(16,\)"):
+    reference.rotation_matrix(jnp.ones(16))
+  with pytest.raises(ValueError, match=r"shape \[32\]; got shape \(1, 32\)"):
+    reference.rotate(jnp.ones((2, 32)), jnp.ones((1, 32)))
+  a = reference.quantize_ocp(jnp.ones((4, 32)))
+  b3 = reference.quantize_ocp(jnp.ones((2, 32, 32)))
+  with pytest.raises(ValueError, match=r"b \[N, K\].*b \[2, 32, 32\]"):
+    reference.mx_matmul(a, b3)
+
+
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)
 def test_quartet_linear_implementations_agree(platform):
   """The whole custom_vjp (forward GEMM, both backward GEMMs and their
