@@ -267,6 +267,18 @@ def train(
   if start is not None:
     carry = restored
     logging.info("%s resumed from %s at step %d", name, ckpt.directory, start)
+    if start > config.num_steps:  # An allowed config change lowered it.
+      logging.warning(
+        "%s: the checkpoint in %s is at step %d, past num_steps=%d: the "
+        "state returned is the step-%d one (use a fresh workdir to train "
+        "%d steps)",
+        name,
+        ckpt.directory,
+        start,
+        config.num_steps,
+        start,
+        config.num_steps,
+      )
   writer = metrics_lib.MetricWriter(
     workdir, resume_step=start, tensorboard=config.get("tensorboard", False)
   )

@@ -108,6 +108,22 @@ def test_resume_matches_uninterrupted_bitwise(tmp_path):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_resume_past_a_lowered_num_steps_warns(tmp_path, caplog):
+  # An allowed config change that lowers num_steps below the checkpoint
+  # cannot untrain: the step-40 state comes back, and the log says so.
+  full, _ = _train(tmp_path, "run")
+  with caplog.at_level("WARNING"):
+    state, _ = train_lib.fit(
+      _regression_task(),
+      optax.adam(5e-2),
+      workdir=str(tmp_path / "run"),
+      config=_config(num_steps=20),
+      allow_config_change=True,
+    )
+  assert int(state.step) == 40
+  assert "at step 40, past num_steps=20" in caplog.text
+
+
 def test_eight_devices_match_one(tmp_path):
   assert jax.device_count() == 8
   _, h1 = _train(tmp_path, "one", mesh=mesh_lib.make_data_mesh(1))
