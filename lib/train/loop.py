@@ -258,6 +258,15 @@ def train(
     return chunk_fns[length](carry, data)
 
   jit_eval = jax.jit(eval_fn) if eval_fn is not None else None
+  eval_keys = ()
+  if jit_eval is not None:  # Before any step: a non-dict fails in one line.
+    out = jax.eval_shape(jit_eval, carry[1], data)
+    errors.check(
+      isinstance(out, dict),
+      errors.ConfigError,
+      f"eval_fn must return a dict of scalar metrics, got {type(out).__name__}",
+    )
+    eval_keys = tuple(out)
 
   def evaluate(state):
     return jax.device_get(jit_eval(state, data)) if jit_eval else {}
@@ -324,8 +333,7 @@ def train(
   finally:
     writer.close()
   ckpt.close()
-  keys = tuple(jax.eval_shape(jit_eval, carry[1], data)) if jit_eval else ()
-  return carry[1], History(history, keys, runs, name)
+  return carry[1], History(history, eval_keys, runs, name)
 
 
 # -----------------------------------------------------------------------------

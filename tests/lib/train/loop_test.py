@@ -124,6 +124,19 @@ def test_resume_past_a_lowered_num_steps_warns(tmp_path, caplog):
   assert "at step 40, past num_steps=20" in caplog.text
 
 
+def test_an_eval_fn_that_returns_no_dict_is_one_line(tmp_path):
+  # It was an AttributeError ('...has no attribute items') after training.
+  task = _regression_task()
+  task = train_lib.Task(
+    task.init_fn, task.loss_fn, task.batch_fn, task.data, lambda p, d: 1.0
+  )
+  with pytest.raises(errors.ConfigError, match="dict of scalar metrics, got"):
+    train_lib.fit(
+      task, optax.adam(5e-2), workdir=str(tmp_path / "r"), config=_config()
+    )
+  assert not (tmp_path / "r" / "metrics.jsonl").exists()
+
+
 def test_eight_devices_match_one(tmp_path):
   assert jax.device_count() == 8
   _, h1 = _train(tmp_path, "one", mesh=mesh_lib.make_data_mesh(1))
