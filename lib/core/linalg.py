@@ -13,6 +13,9 @@ thread split.
 
 Use them where a factorisation sits inside a loop that a sweep vmaps
 (`lib.continual.memory`); elsewhere plain `jnp.linalg` is the faster choice.
+
+`safe_sqrt` is the square root of a norm that stays differentiable at 0
+(`lib.core.tree.l2_norm`, `lib.pde.metrics`).
 """
 
 import jax
@@ -37,3 +40,24 @@ def eigh(a: jax.Array):
 def spectral_norm(a: jax.Array) -> jax.Array:
   """The largest singular value of one [m, n] matrix (`norm(a, ord=2)`)."""
   return jnp.linalg.norm(a, ord=2)
+
+
+@jax.custom_jvp
+def safe_sqrt(x: jax.Array) -> jax.Array:
+  """sqrt(x) with derivative 0 at x == 0, for norms sqrt(sum of squares).
+
+  sqrt's derivative is infinite at 0, and the chain rule multiplies it by
+  the zero derivative of a sum of squares: NaN. The value is jnp.sqrt's, op
+  for op (NaN and inf included); the derivative is 0.5 / sqrt(x) elsewhere
+  and 0 at 0, the minimum-norm subgradient of a norm at the origin.
+  """
+  return jnp.sqrt(x)
+
+
+@safe_sqrt.defjvp
+def _safe_sqrt_jvp(primals, tangents):
+  (x,), (g,) = primals, tangents
+  # The safe argument goes inside: 0.5 / sqrt(inf) = 0. A 0 selected after
+  # g * inf would still send 0 * inf = NaN back through the transpose.
+  safe = jnp.where(x == 0, jnp.inf, x)
+  return jnp.sqrt(x), g * (0.5 / jnp.sqrt(safe))

@@ -4,6 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import linalg
+
 
 def l2_norm(tree) -> jax.Array:
   """Global L2 norm of all leaves (float32 accumulation).
@@ -17,10 +19,7 @@ def l2_norm(tree) -> jax.Array:
   squares = sum(
     jnp.sum(jnp.square(jnp.asarray(x).astype(jnp.float32))) for x in leaves
   )
-  # The double `where` keeps the NaN of sqrt'(0) out of the backward pass;
-  # elsewhere (NaN and inf included) the value is the plain sqrt, bit for bit.
-  zero = squares == 0
-  return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, squares)))
+  return linalg.safe_sqrt(squares)
 
 
 def num_params(tree) -> int:

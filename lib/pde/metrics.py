@@ -7,46 +7,23 @@ References: Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers through
 Functional Approximation", NeurIPS 2025, Sec. 4.2 and App. B.1.
 """
 
-import jax
 import jax.numpy as jnp
 
+from lib.core import linalg
 from lib.core import stats as stats_lib
-
-
-@jax.custom_jvp
-def _safe_sqrt(x):
-  """sqrt(x) with derivative 0 at x == 0.
-
-  sqrt's derivative is infinite at 0, and the chain rule multiplies it by
-  the zero derivative of a sum of squares: NaN. The value is jnp.sqrt's, op
-  for op (forward-only callers, as the rollout metrics, keep their bits);
-  the derivative is 0.5 / sqrt(x) elsewhere and 0 at 0, the minimum-norm
-  subgradient of a norm at the origin (a prediction equal to its target
-  gets no update).
-  """
-  return jnp.sqrt(x)
-
-
-@_safe_sqrt.defjvp
-def _safe_sqrt_jvp(primals, tangents):
-  (x,), (g,) = primals, tangents
-  # The safe argument goes inside: 0.5 / sqrt(inf) = 0. A 0 selected after
-  # g * inf would still send 0 * inf = NaN back through the transpose.
-  safe = jnp.where(x == 0, jnp.inf, x)
-  return jnp.sqrt(x), g * (0.5 / jnp.sqrt(safe))
 
 
 def relative_l2(pred, true, axis=-1, eps=1e-12, *, zero_safe=True):
   """||pred - true|| / ||true|| over `axis` (unsquared, as the HNS code).
 
   With `zero_safe` (the default) it is differentiable everywhere: at
-  pred == true the gradient is 0 (see `_safe_sqrt`), never NaN; the value
+  pred == true the gradient is 0 (see `linalg.safe_sqrt`), never NaN; the value
   is the same either way. `zero_safe=False` is plain jnp.sqrt, NaN gradient
   at pred == true: only `solver.relative_l2_loss` uses it, because the
   guarded gradient compiles to other fusions and moved the last bits of the
   HNS experiments' training.
   """
-  sqrt = _safe_sqrt if zero_safe else jnp.sqrt
+  sqrt = linalg.safe_sqrt if zero_safe else jnp.sqrt
   num = sqrt(jnp.sum((pred - true) ** 2, axis=axis))
   den = sqrt(jnp.sum(true**2, axis=axis))
   return num / (den + eps)
@@ -62,12 +39,12 @@ def pearson_correlation(pred, true, axis=-1, eps=1e-12):
 
   A constant `pred` (or `true`) has correlation 0 and a finite gradient, the
   exact one of num / (den + eps): centred `true` / eps (the zero-norm factor's
-  own gradient is 0 there, see `_safe_sqrt`, and it multiplies num == 0).
+  own gradient is 0 there, see `linalg.safe_sqrt`, and it multiplies num == 0).
   """
   p = pred - jnp.mean(pred, axis=axis, keepdims=True)
   t = true - jnp.mean(true, axis=axis, keepdims=True)
   num = jnp.sum(p * t, axis=axis)
-  den = _safe_sqrt(jnp.sum(p**2, axis=axis) * jnp.sum(t**2, axis=axis))
+  den = linalg.safe_sqrt(jnp.sum(p**2, axis=axis) * jnp.sum(t**2, axis=axis))
   return num / (den + eps)
 
 

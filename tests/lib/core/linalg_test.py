@@ -34,3 +34,20 @@ def test_eigh_and_spectral_norm_under_vmap_match_numpy():
   norms = jax.vmap(linalg.spectral_norm)(jnp.asarray(a[:, :, :3], jnp.float32))
   expect = np.linalg.svd(a[:, :, :3], compute_uv=False)[:, 0]
   np.testing.assert_allclose(norms, expect, rtol=1e-5)
+
+
+def test_safe_sqrt_is_sqrt_with_a_zero_derivative_at_zero():
+  x = jnp.concatenate(
+    [
+      jnp.array([0.0, 1e-30, 4.0, jnp.inf, jnp.nan]),
+      jax.random.uniform(jax.random.key(0), (64,)) * 100,
+    ]
+  )
+  np.testing.assert_array_equal(linalg.safe_sqrt(x), jnp.sqrt(x))
+  grad = jax.vmap(jax.grad(linalg.safe_sqrt))(x)
+  assert grad[0] == 0.0  # jnp.sqrt's is inf, and NaN through a square
+  np.testing.assert_allclose(grad[2:4], [0.25, 0.0])
+  np.testing.assert_allclose(grad[5:], 0.5 / np.sqrt(np.asarray(x[5:])))
+  norm = lambda v: linalg.safe_sqrt(jnp.sum(v**2))
+  np.testing.assert_array_equal(jax.grad(norm)(jnp.zeros(3)), np.zeros(3))
+  np.testing.assert_allclose(jax.grad(norm)(jnp.array([3.0, 4.0])), [0.6, 0.8])
