@@ -51,6 +51,13 @@ def to_global(tree, sharding: NamedSharding):
 
   def put(x):
     x = np.asarray(x)
+    spec = getattr(sharding, "spec", ())
+    errors.check(
+      len(spec) <= x.ndim,
+      errors.ShapeError,
+      f"to_global: a leaf of shape {x.shape} has fewer axes than the "
+      f"sharding {spec} splits (a scalar takes `replicated(mesh)`)",
+    )
     return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
 
   return jax.tree.map(put, tree)

@@ -128,6 +128,7 @@ class Checkpointer:
       options=self._options,
       item_handlers=ocp.StandardCheckpointHandler(),
     )
+    self._closed = False
 
   def latest_step(self) -> int | None:
     return self._manager.latest_step()
@@ -274,6 +275,11 @@ class Checkpointer:
     self._manager.reload()
 
   def save(self, step: int, state) -> None:
+    if self._closed:  # orbax would log tracebacks and write nothing.
+      raise errors.CheckpointError(
+        f"save(step={step}) on a closed Checkpointer of {self.directory}: "
+        "open a new one"
+      )
     if step in self._manager.all_steps():
       return
     self._manager.save(step, args=ocp.args.StandardSave(state), force=True)
@@ -284,6 +290,7 @@ class Checkpointer:
   def close(self) -> None:
     self._manager.wait_until_finished()
     self._manager.close()
+    self._closed = True
 
 
 def _as_stored(x):

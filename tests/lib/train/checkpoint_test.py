@@ -3,8 +3,10 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lib import train as train_lib
+from lib.core import errors
 
 
 def test_restore_latest_into_an_abstract_state_with_typed_keys(tmp_path):
@@ -30,3 +32,15 @@ def test_restore_latest_into_an_abstract_state_with_typed_keys(tmp_path):
     )
   np.testing.assert_array_equal(restored["raw"], state["raw"])
   np.testing.assert_array_equal(restored["w"], state["w"])
+
+
+def test_save_on_a_closed_checkpointer_is_refused(tmp_path):
+  # orbax logged tracebacks and wrote nothing; the caller never knew.
+  ckpt = train_lib.Checkpointer(str(tmp_path), keep=1)
+  ckpt.save(1, {"w": jnp.ones(2)})
+  ckpt.close()
+  with pytest.raises(
+    errors.CheckpointError, match=r"save\(step=2\) on a closed"
+  ):
+    ckpt.save(2, {"w": jnp.ones(2)})
+  assert train_lib.Checkpointer(str(tmp_path), keep=1).all_steps() == [1]
