@@ -288,6 +288,9 @@ class Checkpointer:
     self._manager.wait_until_finished()
 
   def close(self) -> None:
+    """Waits for pending saves and closes; a second close does nothing."""
+    if self._closed:
+      return
     self._manager.wait_until_finished()
     self._manager.close()
     self._closed = True

@@ -318,8 +318,7 @@ def train(
       stop = _stop_agreed()
       if last or step % config.checkpoint_every == 0 or stop:
         ckpt.save(step, carry)
-      if stop:
-        ckpt.close()
+      if stop:  # The `finally` below closes the checkpointer: saved on exit.
         raise Preempted(
           f"preempted at step {step}: checkpoint saved in {ckpt.directory}; "
           "rerun the same command to resume",
@@ -330,9 +329,9 @@ def train(
       if jit_eval is not None:
         for row in _rows(0, {}, evaluate(carry[1]), runs, name):
           history.append(writer.write(0, row))
-  finally:
+  finally:  # Also on NonFiniteError: pending saves finish, files close.
     writer.close()
-  ckpt.close()
+    ckpt.close()
   return carry[1], History(history, eval_keys, runs, name)
 
 

@@ -151,6 +151,23 @@ def test_non_finite_loss_names_the_step(tmp_path):
     _train(tmp_path, "nan", tx=optax.sgd(1e6))
 
 
+def test_a_run_that_stops_non_finite_closes_its_checkpointer(
+  tmp_path, monkeypatch
+):
+  # In a notebook the error is caught and the run retried: the first run's
+  # checkpointer must not stay open (pending async saves, open files).
+  closed = []
+  close = train_lib.Checkpointer.close
+  monkeypatch.setattr(
+    train_lib.Checkpointer,
+    "close",
+    lambda self: closed.append(self.directory) or close(self),
+  )
+  with pytest.raises(errors.NonFiniteError):
+    _train(tmp_path, "nan", tx=optax.sgd(1e6))
+  assert closed == [str(tmp_path / "nan" / "ckpt")]
+
+
 def test_batch_not_divisible_by_devices(tmp_path):
   task = _regression_task()
   odd = train_lib.Task(
