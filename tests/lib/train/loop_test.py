@@ -54,13 +54,16 @@ def _config(**kw):
   return common.lock(common.train_config(**base))
 
 
-def _train(tmp_path, name, task=None, tx=None, mesh=None, **kw):
+def _train(
+  tmp_path, name, task=None, tx=None, mesh=None, allow_change=None, **kw
+):
   return train_lib.fit(
     task or _regression_task(),
     tx or optax.adam(5e-2),
     workdir=str(tmp_path / name),
     config=_config(**kw),
     mesh=mesh,
+    allow_config_change=allow_change,
   )
 
 
@@ -95,13 +98,7 @@ def test_resume_matches_uninterrupted_bitwise(tmp_path):
   # "Killed" after its step-20 checkpoint. Extending num_steps is a config
   # change (a schedule could depend on it), so the resume must allow it.
   _train(tmp_path, "split", num_steps=20)
-  resumed, history = train_lib.fit(
-    _regression_task(),
-    optax.adam(5e-2),
-    workdir=str(tmp_path / "split"),
-    config=_config(),
-    allow_config_change=True,
-  )
+  resumed, history = _train(tmp_path, "split", allow_change=True)
   assert int(resumed.step) == 40
   assert [r["step"] for r in history] == [10, 20, 30, 40]
   for a, b in zip(jax.tree.leaves(full), jax.tree.leaves(resumed)):
@@ -111,15 +108,9 @@ def test_resume_matches_uninterrupted_bitwise(tmp_path):
 def test_resume_past_a_lowered_num_steps_warns(tmp_path, caplog):
   # An allowed config change that lowers num_steps below the checkpoint
   # cannot untrain: the step-40 state comes back, and the log says so.
-  full, _ = _train(tmp_path, "run")
+  _train(tmp_path, "run")
   with caplog.at_level("WARNING"):
-    state, _ = train_lib.fit(
-      _regression_task(),
-      optax.adam(5e-2),
-      workdir=str(tmp_path / "run"),
-      config=_config(num_steps=20),
-      allow_config_change=True,
-    )
+    state, _ = _train(tmp_path, "run", num_steps=20, allow_change=True)
   assert int(state.step) == 40
   assert "at step 40, past num_steps=20" in caplog.text
 
@@ -357,13 +348,7 @@ def test_changed_config_is_refused_naming_the_key(tmp_path):
   with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3"):
     _train(tmp_path, "run", num_steps=20, seed=3)
   # Explicitly allowed: resumes and records the change in the workdir.
-  state, _ = train_lib.fit(
-    _regression_task(),
-    optax.adam(5e-2),
-    workdir=str(tmp_path / "run"),
-    config=_config(num_steps=40),
-    allow_config_change=True,
-  )
+  state, _ = _train(tmp_path, "run", num_steps=40, allow_change=True)
   assert int(state.step) == 40
   changes = (tmp_path / "run" / "config_changes.jsonl").read_text()
   assert "num_steps: 20 -> 40" in changes
