@@ -11,6 +11,7 @@ from lib.core.mesh import batch_sharding
 from lib.core.mesh import make_data_mesh
 from lib.core.mesh import replicated
 from lib.core.mesh import to_global
+from lib.core.rng import is_typed_key
 from lib.core.rng import root_key
 from lib.core.rng import stream
 from lib.core.tree import all_finite

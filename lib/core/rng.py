@@ -14,6 +14,13 @@ def root_key(seed: int) -> jax.Array:
   return jax.random.key(seed)
 
 
+def is_typed_key(x) -> bool:
+  """True for a typed PRNG key array (`jax.random.key`), False for numbers
+  and raw uint32 keys."""
+  dtype = getattr(x, "dtype", None)
+  return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
 def stream_id(name: str) -> int:
   """Stable 31-bit integer for a stream name (crc32, same on every host)."""
   return zlib.crc32(name.encode()) & 0x7FFFFFFF

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from lib.core import errors
+from lib.core import rng
 from lib.quant import hadamard
 from pallas_kernels.mxfp4 import ops
 from pallas_kernels.mxfp4 import reference
@@ -82,7 +83,7 @@ def _check_key(key) -> None:
   """One PRNG key, typed or raw: the forward never reads it, so a bad one
   would only fail inside the backward, under jax.grad."""
   dtype = getattr(key, "dtype", None)
-  if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+  if rng.is_typed_key(key):
     if key.shape != ():
       raise errors.ShapeError(
         f"quartet_linear takes one PRNG key, got a key array of shape "

@@ -35,6 +35,7 @@ from etils import epath
 from jax.experimental import multihost_utils
 
 from lib.core import errors
+from lib.core import rng
 
 _ITEM = "default"  # orbax's item folder of a StandardSave checkpoint.
 # JSON files every step must have, and one it has when orbax wrote it.
@@ -300,7 +301,7 @@ def _as_stored(x):
   """The shape and dtype a leaf has on disk: a typed PRNG key is stored as its
   key data (threefry: uint32 [..., 2]). orbax's to_shape_dtype_struct does
   this for a key array but passes a key-typed ShapeDtypeStruct through."""
-  if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+  if rng.is_typed_key(x):
     abstract = jax.ShapeDtypeStruct(x.shape, x.dtype)
     return jax.eval_shape(jax.random.key_data, abstract)
   return x

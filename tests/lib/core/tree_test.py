@@ -36,3 +36,15 @@ def test_all_finite_of_an_empty_tree_is_true():
   assert bool(tree.all_finite({}))
   assert bool(jax.jit(tree.all_finite)({"a": jnp.ones(2), "b": ()}))
   assert not bool(tree.all_finite({"a": jnp.array([0.0, jnp.inf])}))
+
+
+def test_typed_key_leaves_are_not_numbers():
+  # A state that carries a typed PRNG key (an RL or dropout state) has a
+  # norm and a finiteness over its numbers; the key is neither.
+  state = {"w": jnp.array([3.0, 4.0]), "rng": jax.random.key(0)}
+  assert float(jax.jit(tree.l2_norm)(state)) == 5.0
+  assert bool(jax.jit(tree.all_finite)(state))
+  state["w"] = jnp.array([jnp.nan, 4.0])
+  assert not bool(tree.all_finite(state))
+  # An array of keys counts one entry per key.
+  assert tree.num_params({"k": jax.random.split(jax.random.key(0), 3)}) == 3
