@@ -199,13 +199,7 @@ def train(
     CheckpointError: the workdir's checkpoints cannot be restored.
     Preempted: after SIGTERM, once the checkpoint is written.
   """
-  workdir_lib.validate_train_config(config)
-  errors.check(
-    mesh is not None or "mesh_data" in config,
-    errors.ConfigError,
-    "config is missing the training key 'mesh_data' (the devices of the "
-    "data mesh; -1: all): add it, or pass mesh=",
-  )
+  workdir_lib.validate_train_config(config, needs_mesh_data=mesh is None)
   workdir_lib.prepare_workdir(workdir)
   workdir_lib.check_config(workdir, config, allow_change=allow_config_change)
   workdir_lib.write_config(workdir, config)

@@ -225,7 +225,9 @@ class SweepResult:
     return self.evals[key].reshape((-1,) + self.settings.shape)
 
 
-def _check_settings(workdir, config, settings: Settings, allow_change) -> None:
+def _check_settings(
+  workdir, config, settings: Settings, allow_change, mesh
+) -> None:
   """Refuses to resume a workdir trained with other members (sweep.json).
 
   The checkpoint only knows shapes: a grid of as many members with other
@@ -240,7 +242,7 @@ def _check_settings(workdir, config, settings: Settings, allow_change) -> None:
       "values": {k: v.tolist() for k, v in settings.values.items()},
     }
   }
-  workdir_lib.validate_train_config(config)
+  workdir_lib.validate_train_config(config, needs_mesh_data=mesh is None)
   workdir_lib.prepare_workdir(workdir)
   workdir_lib.check_config(workdir, config, allow_change=allow_change)
   workdir_lib.check_config(
@@ -304,7 +306,7 @@ def run_sweep(
     "run_sweep takes batch_fn (shared batch) or batch_one (per member), "
     "not both",
   )
-  _check_settings(workdir, config, settings, allow_config_change)
+  _check_settings(workdir, config, settings, allow_config_change, mesh)
   values = {k: jax.device_put(v) for k, v in settings.values.items()}
   own_batch = batch_one is not None
 

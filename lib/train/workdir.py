@@ -315,11 +315,23 @@ _TRAIN_KEYS = ("num_steps", "log_every", "checkpoint_every", "keep_checkpoints")
 _READ_KEYS = _TRAIN_KEYS + ("seed", "eval_every", "mesh_data", "tensorboard")
 
 
-def validate_train_config(config, where: str = "config") -> None:
-  """Checks the keys `lib.train.train` reads; ConfigError naming the key."""
+def validate_train_config(
+  config, where: str = "config", *, needs_mesh_data: bool = False
+) -> None:
+  """Checks the keys `lib.train.train` reads; ConfigError naming the key.
+
+  `needs_mesh_data`: the run is given no mesh, so it builds one over
+  `config.mesh_data` devices and the key must be there.
+  """
   for key in _TRAIN_KEYS + ("seed",):
     if key not in config:
       raise errors.ConfigError(f"{where} is missing the training key {key!r}")
+  errors.check(
+    not needs_mesh_data or "mesh_data" in config,
+    errors.ConfigError,
+    f"{where} is missing the training key 'mesh_data' (the devices of the "
+    "data mesh; -1: all): add it, or pass mesh=",
+  )
 
   def check(ok, message):
     errors.check(ok, errors.ConfigError, f"{where}.{message}")

@@ -1,5 +1,6 @@
 """lib.train.sweep: one vmapped program per stack, closed forms, divergence, resume."""
 
+import os
 import re
 
 import jax
@@ -183,6 +184,22 @@ def test_a_workdir_of_other_members_is_refused_naming_them(tmp_path):
   # Allowed, the change is recorded and the run goes on.
   sweep.run_sweep(init_one, step_one, other, allow_config_change=True, **kw)
   assert (tmp_path / "config_changes.jsonl").exists()
+
+
+def test_a_missing_mesh_data_is_named_before_the_workdir_is_written(tmp_path):
+  # As lib.train.train: refused before config.json and sweep.json exist.
+  init_one, step_one, _ = _gd_on_quadratic()
+  config = common.train_config(num_steps=4, log_every=2, checkpoint_every=2)
+  del config["mesh_data"]
+  with pytest.raises(errors.ConfigError, match="mesh_data"):
+    sweep.run_sweep(
+      init_one,
+      step_one,
+      sweep.grid(lr=(0.1, 0.2)),
+      workdir=str(tmp_path),
+      config=config,
+    )
+  assert not os.listdir(tmp_path)
 
 
 def test_a_missing_evaluation_is_one_line_naming_it(tmp_path):
