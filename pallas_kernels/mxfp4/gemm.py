@@ -139,6 +139,8 @@ def mx_matmul_pallas(
       f"mx_matmul_pallas needs 2-D operands with equal K, got {a.shape}, {b.shape}"
     )
   (m, k), n = a.shape, b.shape[0]
+  if not m * n * k:  # An empty product (or a sum of none): no 0-block grid.
+    return jnp.zeros((m, n), out_dtype)
   bs = block_sizes or default_block_sizes(m, n, k)
   if k % bs.block_k:
     raise ValueError(f"block_k={bs.block_k} does not divide K={k}")

@@ -18,6 +18,8 @@ References:
   Language Models", NeurIPS 2025 (arXiv 2505.14669).
 """
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -45,7 +47,16 @@ def _interpret(interpret: bool | None) -> bool:
 
 
 def _as_2d(x: jax.Array) -> jax.Array:
-  return x.reshape(-1, x.shape[-1])
+  return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+
+
+def _lead(t: MXTensor, lead: tuple) -> MXTensor:
+  """A 2-D result of the kernels back to `lead` rows (0 rows included)."""
+  return MXTensor(
+    t.codes.reshape(*lead, t.codes.shape[-1]),
+    t.scale.reshape(*lead, t.scale.shape[-1]),
+    t.alpha_inv,
+  )
 
 
 def quantize_quest(
@@ -63,13 +74,7 @@ def quantize_quest(
     t, mask = quantize.quantize_pallas(
       _as_2d(x), method="quest", interpret=_interpret(interpret)
     )
-    lead = x.shape[:-1]
-    return (
-      MXTensor(
-        t.codes.reshape(*lead, -1), t.scale.reshape(*lead, -1), t.alpha_inv
-      ),
-      mask.reshape(x.shape),
-    )
+    return _lead(t, x.shape[:-1]), mask.reshape(x.shape)
   return reference.quantize_quest(x, hadamard=hadamard)
 
 
@@ -108,10 +113,7 @@ def quantize_absmax(
       seed=seed,
       interpret=_interpret(interpret),
     )
-    lead = x.shape[:-1]
-    return MXTensor(
-      t.codes.reshape(*lead, -1), t.scale.reshape(*lead, -1), t.alpha_inv
-    )
+    return _lead(t, x.shape[:-1])
   return reference.quantize_absmax(
     x, signs=signs, hadamard=hadamard, stochastic=stochastic, seed=seed
   )

@@ -131,6 +131,16 @@ def quantize_pallas(
   if method == "absmax_sr":
     reference.check_seed(seed)
   r, c = x.shape
+  if r == 0 or c == 0:  # Nothing to quantize: no grid of 0 blocks.
+    empty = functools.partial(jnp.zeros, dtype=jnp.uint8)
+    return (
+      MXTensor(
+        empty((r, c // 2)),
+        empty((r, c // GROUP)),
+        alpha_inv=1 if method == "quest" else 3,
+      ),
+      jnp.zeros((r, c), bool),
+    )
   block_r = block_r or min(128, max(16, pl.next_power_of_2(r)))
   rp = pl.cdiv(r, block_r) * block_r
   xp = jnp.pad(x, ((0, rp - r), (0, 0))) if rp > r else x

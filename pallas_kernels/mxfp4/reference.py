@@ -173,7 +173,9 @@ def pack_nibbles(codes: jax.Array) -> jax.Array:
 def unpack_nibbles(packed: jax.Array) -> jax.Array:
   """Packed uint8 [..., C/2] -> codes uint8 [..., C] (even = low nibble)."""
   lo, hi = packed & 0xF, packed >> 4
-  return jnp.stack([lo, hi], axis=-1).reshape(*packed.shape[:-1], -1)
+  return jnp.stack([lo, hi], axis=-1).reshape(
+    *packed.shape[:-1], 2 * packed.shape[-1]
+  )
 
 
 def pack_mask_bits(mask: jax.Array) -> jax.Array:
@@ -184,7 +186,7 @@ def pack_mask_bits(mask: jax.Array) -> jax.Array:
       "pack_mask_bits: the last axis must be a multiple of 8 (eight bits a"
       f" byte), got shape {shape}"
     )
-  m = mask.reshape(*mask.shape[:-1], -1, 8).astype(jnp.uint8)
+  m = mask.reshape(*shape[:-1], shape[-1] // 8, 8).astype(jnp.uint8)
   weights = jnp.asarray([1 << i for i in range(8)], jnp.uint8)
   return jnp.sum(m * weights, axis=-1, dtype=jnp.uint8)
 
@@ -193,7 +195,7 @@ def unpack_mask_bits(bits: jax.Array) -> jax.Array:
   """uint8 [..., C/8] -> bool [..., C] (inverse of `pack_mask_bits`)."""
   shifts = jnp.arange(8, dtype=jnp.uint8)
   m = (bits[..., None] >> shifts) & 1
-  return m.reshape(*bits.shape[:-1], -1).astype(bool)
+  return m.reshape(*bits.shape[:-1], 8 * bits.shape[-1]).astype(bool)
 
 
 # ----------------------------------------------------------------------------
@@ -456,6 +458,17 @@ def default_operand_dtype():
 
 def check_matmul_shapes(a: MXTensor, b: MXTensor) -> None:
   """a [..., M, K] and b [N, K] with the same K (MxInputError naming both)."""
+  for name, t in (("a", a), ("b", b)):
+    if not isinstance(t, MXTensor):
+      got = (
+        f"an array of shape {tuple(t.shape)}"
+        if hasattr(t, "shape")
+        else type(t).__name__
+      )
+      raise MxDTypeError(
+        f"mx_matmul multiplies quantized operands: {name} must be an MXTensor "
+        f"(from quantize_quest / quantize_absmax), got {got}"
+      )
   if (
     len(a.shape) < 2
     or len(b.shape) != 2

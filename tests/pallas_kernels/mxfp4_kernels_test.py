@@ -16,6 +16,7 @@ from pallas_kernels.mxfp4 import gemm
 from pallas_kernels.mxfp4 import ops
 from pallas_kernels.mxfp4 import quantize
 from pallas_kernels.mxfp4 import reference
+from pallas_kernels.mxfp4.reference import MXTensor
 from tests import helpers
 
 
@@ -175,6 +176,43 @@ def test_mx_matmul_takes_leading_axes_of_a_in_every_implementation(
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match=r"b \[N, K\]"):
     ops.mx_matmul(b, a, implementation=implementation)
+
+
+@pytest.mark.parametrize("implementation", [None, "xla", "pallas"])
+def test_no_rows_quantize_and_multiply_to_empty_results(implementation):
+  # A batch of 0 rows (an empty shard, a filtered batch) is an empty
+  # quantized tensor, and a product with 0 rows or 0 columns is the empty
+  # [M, N] matrix, as jnp.dot gives; the kernels launched a grid of 0 blocks
+  # and unpack_nibbles reshaped with -1 over 0 entries.
+  kw = dict(implementation=implementation)
+  x0 = jnp.zeros((0, 64))
+  q, mask = ops.quantize_quest(x0, **kw)
+  assert q.codes.shape == (0, 32) and q.scale.shape == (0, 2)
+  assert mask.shape == (0, 64)
+  bits = reference.pack_mask_bits(mask)
+  assert bits.shape == (0, 8)
+  assert reference.unpack_mask_bits(bits).shape == (0, 64)
+  s0 = ops.quantize_absmax(x0, seed=jnp.uint32(1), **kw)
+  r0 = ops.quantize_absmax(x0, stochastic=False, **kw)
+  assert s0.codes.shape == r0.codes.shape == (0, 32)
+  b, _ = ops.quantize_quest(jnp.ones((5, 64)), **kw)
+  for a, w, shape in ((q, b, (0, 5)), (b, s0, (5, 0)), (q, r0, (0, 0))):
+    y = ops.mx_matmul(a, w, **kw)
+    assert y.shape == shape and y.dtype == jnp.float32
+  assert ops.mx_matmul(
+    MXTensor(q.codes.reshape(2, 0, 32), q.scale.reshape(2, 0, 2), 1), b, **kw
+  ).shape == (2, 0, 5)
+
+
+@pytest.mark.parametrize("implementation", [None, "pallas"])
+def test_mx_matmul_names_operands_that_are_not_quantized(implementation):
+  b, _ = ops.quantize_quest(jnp.ones((5, 64)))
+  with pytest.raises(
+    TypeError, match=r"a must be an MXTensor.*got an array of shape \(4, 64\)"
+  ):
+    ops.mx_matmul(jnp.ones((4, 64)), b, implementation=implementation)
+  with pytest.raises(TypeError, match="b must be an MXTensor"):
+    reference.mx_matmul(b, jnp.ones((4, 64)))
 
 
 @pytest.mark.parametrize("implementation", [None, "pallas"])
