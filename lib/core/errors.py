@@ -46,3 +46,10 @@ def is_concrete(x) -> bool:
   vmapped or differentiated function), whose values a host-side check cannot
   read. Value checks run on concrete input only; shape checks always run."""
   return not isinstance(x, jax.core.Tracer)
+
+
+def is_static_zero(x) -> bool:
+  """True for a Python number equal to 0: a term it scales (a weight decay)
+  can be left out of the program. An array (optax.inject_hyperparams traces
+  its hyperparameters) is never static, whatever it holds."""
+  return isinstance(x, int | float) and x == 0

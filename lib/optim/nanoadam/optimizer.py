@@ -42,6 +42,7 @@ import optax
 
 from lib.core.errors import ConfigError
 from lib.core.errors import is_concrete
+from lib.core.errors import is_static_zero
 
 CRITERIA = ("smallest", "largest", "random")
 
@@ -125,11 +126,6 @@ def _check_interval(v, name):
     ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
   if not ok:
     raise ConfigError(f"{name} must be an int >= 1, got {v!r}")
-
-
-def _is_zero(v) -> bool:
-  """True for a Python 0; an array (inject_hyperparams) is never skipped."""
-  return isinstance(v, int | float) and v == 0
 
 
 def cosine_density(
@@ -298,7 +294,7 @@ def nanoadam(
     mu_hat = mu / bc1.astype(mu.dtype)
     nu_hat = nu / bc2.astype(nu.dtype)
     upd = mu_hat / (jnp.sqrt(nu_hat + 0.0) + eps)
-    if not _is_zero(weight_decay):
+    if not is_static_zero(weight_decay):
       upd = upd + weight_decay * jnp.ravel(p)[idx]
     upd = upd * (-lr)
     if final_density is not None:
@@ -335,7 +331,7 @@ def nanoadam(
     outs = [None] * len(g_leaves)
     for j, i in enumerate(dense_ids):
       upd = dense_upd[j]
-      if not _is_zero(weight_decay):
+      if not is_static_zero(weight_decay):
         upd = upd + weight_decay * p_leaves[i]
       s = s_leaves[i]
       leaf = NanoAdamLeaf(

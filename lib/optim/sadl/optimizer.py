@@ -126,8 +126,7 @@ def sketched_adam(
     Chen, Li, Banerjee, SADL, NeurIPS 2025.
   """
   parts = [scale_by_sketched_adam(b1=b1, b2=b2, eps=eps, amsgrad=amsgrad)]
-  # An array weight_decay (optax.inject_hyperparams traces it) always decays.
-  if not isinstance(weight_decay, int | float) or weight_decay:
+  if not errors.is_static_zero(weight_decay):
     parts.append(optax.add_decayed_weights(weight_decay))
   parts.append(optax.scale_by_learning_rate(learning_rate))
   return optax.chain(*parts)

@@ -1,4 +1,4 @@
-"""lib.core.errors.is_concrete: which inputs a host-side value check reads."""
+"""lib.core.errors: is_concrete (which inputs a host-side value check reads), is_static_zero."""
 
 import jax
 import jax.numpy as jnp
@@ -35,3 +35,11 @@ def test_a_value_check_skipped_under_jit_still_runs_eagerly():
   assert float(jax.jit(check_positive)(-1.0)) == -1.0
   with pytest.raises(errors.ConfigError, match="tau must be > 0"):
     check_positive(-1.0)
+
+
+def test_is_static_zero_only_for_python_zeros():
+  assert errors.is_static_zero(0) and errors.is_static_zero(0.0)
+  assert not errors.is_static_zero(1e-4)
+  # An array is a hyperparameter that may change (inject_hyperparams).
+  assert not errors.is_static_zero(jnp.zeros(()))
+  assert not errors.is_static_zero(np.float32(1.0))
