@@ -1,4 +1,4 @@
-"""lib.core.errors: is_concrete (which inputs a host-side value check reads), is_static_zero."""
+"""lib.core.errors: is_concrete and is_static_zero, the static-input tests."""
 
 import jax
 import jax.numpy as jnp
