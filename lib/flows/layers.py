@@ -109,7 +109,7 @@ class AffineCoupling(base.Bijector):
 
   Density direction (inverse): x_a, x_b = split(y); (shift, raw) = NN(x_a);
   z_b = (x_b + shift) * sigmoid(raw + 2); z_a = x_a. The forward (sampling)
-  map undoes it: x_b = z_b / scale - shift. Scale and shift come from the
+  map undoes it: x_b = z_b / scale - shift. Shift and raw scale come from the
   first and second halves of the NN output; the last NN layer is zero-init.
 
   Attributes:
