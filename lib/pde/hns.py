@@ -275,7 +275,8 @@ class PeriodicCNN(nn.Module):
   Attributes:
     channels: hidden channel widths.
     kernel_size: convolution kernel size.
-    residual: if True the output is u + CNN(u) (next-step baseline).
+    residual: if True the output is u + CNN(u). `solver` leaves it off: its
+      next-step baseline predicts u_{t+1} - u_t and the rollout adds u.
     derivative_stencil: None, or the d/dx stencil ("central", "smooth",
       "spectral") of a second input channel J u = d/dx u on the periodic
       domain of `length`. It hands the baselines the J operator HNS's
