@@ -57,6 +57,8 @@ class NanoAdamLeaf(NamedTuple):
 
 
 class NanoAdamState(NamedTuple):
+  """State of `nanoadam`: the step count and a `NanoAdamLeaf` per leaf."""
+
   step: jax.Array  # int32 scalar: optimizer steps taken.
   leaves: Any  # pytree of NanoAdamLeaf, same structure as params.
 
