@@ -290,10 +290,12 @@ class SplitPrior:
     return _PriorNet(self.num_out).apply(params, kept)
 
   def standardize(self, params, kept, out):
+    """(eps, log-det): eps = (out - mean) / std of the factored-out half."""
     mean, log_std = self._mean_log_std(params, kept)
     eps = (out - mean) * jnp.exp(-log_std)
     return eps, -base.sum_event(log_std, 3)
 
   def unstandardize(self, params, kept, eps):
+    """Inverse of `standardize`: out = mean + std * eps."""
     mean, log_std = self._mean_log_std(params, kept)
     return mean + eps * jnp.exp(log_std)
