@@ -44,7 +44,9 @@ class IntegralKernelFunctional(nn.Module):
     width: SIREN hidden width.
     num_layers: SIREN layers (all sine layers, the last one too).
     proj_dim: lift dimension of P_u u and of the coordinate features.
-    kernel_type: "linear" (kappa(x), H linear in u) or "nonlinear" (the
+    kernel_type: "linear" (the SIREN input is the coordinate features only:
+      with film="none", kappa = kappa(x) and dH/du depends on x alone; a
+      FiLM of P_u u_i still makes kappa depend on u) or "nonlinear" (the
       SIREN input also sees P_u u_i).
     film: "none", "local" (MLP of P_u u_i) or "global" (circular CNN).
     film_hidden: hidden widths of the FiLM MLP / CNN.
