@@ -154,7 +154,7 @@ def sadl(
   b - b // 2 rows built from the round key (the paper's m-bar^c, Alg. 1
   step 3). The server de-sketches the averaged halves and feeds the first to
   m_t and the square of the second to v_t (Alg. 2, ADA_OPT), then
-  x_{t+1} = x_t - kappa * m_hat / (sqrt(v_hat) + eps).
+  x_{t+1} = x_t - kappa * (m_hat / (sqrt(v_hat) + eps) + weight_decay * x_t).
 
   Args:
     dim: number of model parameters d.
