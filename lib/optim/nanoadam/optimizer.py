@@ -174,7 +174,8 @@ def nanoadam(
     density_interval: steps between density changes.
     total_steps: length of the density schedule.
     b1, b2, eps: Adam's beta_1, beta_2 and epsilon, as in optax.adam: the
-      step of a selected entry is -lr * m_hat / (sqrt(v_hat) + eps).
+      step of a selected entry is -lr * (m_hat / (sqrt(v_hat) + eps) +
+      weight_decay * theta).
     weight_decay: decoupled weight decay, applied to selected entries only.
     criterion: "smallest" (NanoAdam), "largest" or "random" (ablations).
     moments_on_change: "carry" or "reset" (see the module docstring).
