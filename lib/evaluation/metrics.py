@@ -138,6 +138,7 @@ def fit_logistic(features, y, w=None, l2: float = 1e-6, iters: int = 25):
 
 
 def predict_logistic(theta, features):
+  """P(y = 1) = sigmoid(features @ theta), theta from `fit_logistic`."""
   return jax.nn.sigmoid(features @ theta)
 
 

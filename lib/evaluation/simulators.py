@@ -93,6 +93,7 @@ SELECT_AY = ((0.8, 0.5), (0.8, 0.25))  # P(S=1 | a, y)
 
 
 def setting(name: str) -> Setting:
+  """The named `Setting` of the paper's simulation study (`SETTINGS`)."""
   errors.check(
     name in SETTINGS,
     errors.ConfigError,

@@ -40,23 +40,34 @@ def _curve(f, x, baseline, scores, level, fractions, insert: bool):
 
 
 def deletion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  """Deletion AUC of attributions `scores` [n] that live in view `level`.
+
+  The mean of f over `points` evenly spaced fractions 0, ..., 1 of the
+  coefficients, largest signed score first, replaced by the baseline's
+  (f(x) first, f(baseline) last); lower = more faithful.
+  """
   _check_at_least("deletion_auc: points", points, 2)
   fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
   return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=False))
 
 
 def insertion_auc(f, x, baseline, scores, level: int, points: int = 11):
+  """Insertion AUC: as `deletion_auc`, starting from the baseline's
+  coefficients and inserting x's, top scores first; higher = more faithful.
+  """
   _check_at_least("insertion_auc: points", points, 2)
   fr = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
   return jnp.mean(_curve(f, x, baseline, scores, level, fr, insert=True))
 
 
 def top_k_mask(scores, k: int):
+  """[n] bool: the k largest (signed) scores, ties to the lower index."""
   rank = jnp.argsort(jnp.argsort(-scores))
   return rank < k
 
 
 def jaccard_top_k(a, b, k: int):
+  """Robustness: |A & B| / |A | B| of the top-k sets of scores a and b."""
   _check_at_least("jaccard_top_k: k", k, 1)
   ma, mb = top_k_mask(a, k), top_k_mask(b, k)
   return jnp.sum(ma & mb) / jnp.sum(ma | mb)

@@ -111,6 +111,8 @@ def view_ig(f, x, baseline, level: int, steps: int = 64):
 
 
 def window_starts(n: int, window: int, stride: int) -> np.ndarray:
+  """OSIGV's window starts 0, stride, ...; one more at n - window when the
+  stride leaves a tail uncovered."""
   errors.check(
     1 <= window <= n,
     errors.ShapeError,

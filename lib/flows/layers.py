@@ -109,7 +109,7 @@ class AffineCoupling(base.Bijector):
 
   Density direction (inverse): x_a, x_b = split(y); (shift, raw) = NN(x_a);
   z_b = (x_b + shift) * sigmoid(raw + 2); z_a = x_a. The forward (sampling)
-  map undoes it: x_b = z_b / scale - shift. Scale and shift come from the
+  map undoes it: x_b = z_b / scale - shift. Shift and raw scale come from the
   first and second halves of the NN output; the last NN layer is zero-init.
 
   Attributes:
@@ -290,10 +290,12 @@ class SplitPrior:
     return _PriorNet(self.num_out).apply(params, kept)
 
   def standardize(self, params, kept, out):
+    """(eps, log-det): eps = (out - mean) / std of the factored-out half."""
     mean, log_std = self._mean_log_std(params, kept)
     eps = (out - mean) * jnp.exp(-log_std)
     return eps, -base.sum_event(log_std, 3)
 
   def unstandardize(self, params, kept, eps):
+    """Inverse of `standardize`: out = mean + std * eps."""
     mean, log_std = self._mean_log_std(params, kept)
     return mean + eps * jnp.exp(log_std)

@@ -100,7 +100,8 @@ def first_derivative(u, *, dx, length, stencil="central"):
 
 
 def second_derivative(u, *, dx, length, stencil="central"):
-  """Dispatch d^2/dx^2 ("central" 3-point or "spectral")."""
+  """Dispatch d^2/dx^2: "central" 3-point or "spectral"; "smooth" also
+  takes the 3-point stencil (the official KdV labels' central u_xx)."""
   if stencil in ("central", "smooth"):
     return central_dxx(u, dx)
   if stencil == "spectral":

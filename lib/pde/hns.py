@@ -44,7 +44,9 @@ class IntegralKernelFunctional(nn.Module):
     width: SIREN hidden width.
     num_layers: SIREN layers (all sine layers, the last one too).
     proj_dim: lift dimension of P_u u and of the coordinate features.
-    kernel_type: "linear" (kappa(x), H linear in u) or "nonlinear" (the
+    kernel_type: "linear" (the SIREN input is the coordinate features only:
+      with film="none", kappa = kappa(x) and dH/du depends on x alone; a
+      FiLM of P_u u_i still makes kappa depend on u) or "nonlinear" (the
       SIREN input also sees P_u u_i).
     film: "none", "local" (MLP of P_u u_i) or "global" (circular CNN).
     film_hidden: hidden widths of the FiLM MLP / CNN.
@@ -275,7 +277,8 @@ class PeriodicCNN(nn.Module):
   Attributes:
     channels: hidden channel widths.
     kernel_size: convolution kernel size.
-    residual: if True the output is u + CNN(u) (next-step baseline).
+    residual: if True the output is u + CNN(u). `solver` leaves it off: its
+      next-step baseline predicts u_{t+1} - u_t and the rollout adds u.
     derivative_stencil: None, or the d/dx stencil ("central", "smooth",
       "spectral") of a second input channel J u = d/dx u on the periodic
       domain of `length`. It hands the baselines the J operator HNS's

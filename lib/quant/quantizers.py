@@ -28,7 +28,7 @@ FAKE_QUANT_METHODS = (
   "ocp",  # OCP absmax, scale 2^(floor(log2 amax) - 2), RTN
   "quest",  # QuEST pow2-floor scale + H32 (Quartet forward)
   "quest_no_hadamard",
-  "quest_continuous",  # QuEST with the exact (non power of two) scale
+  "quest_continuous",  # QuEST, exact (non power of two) scale, no rotation
   "absmax_rtn",  # Tseng absmax x 3/4, RTN, no rotation
   "absmax_sr",  # Tseng absmax x 3/4, SR, no rotation
   "absmax_sr_hadamard",  # Tseng SR + H32 (Quartet backward)
@@ -38,7 +38,9 @@ FAKE_QUANT_METHODS = (
 def quest_continuous(x: jax.Array) -> jax.Array:
   """QuEST with the exact scale (2.92247856 / 6) sigma (no power of two), RTN.
 
-  The MSE-optimal Gaussian clip of the FP4 grid; dequantized fp32 values.
+  The MSE-optimal Gaussian clip of the FP4 grid (sigma the population std of
+  each 32-group), without the Hadamard rotation (as the spec's MSE table,
+  quartet_fp4 section 1.5); dequantized fp32 values of x's shape.
   """
   if x.ndim < 1 or x.shape[-1] % reference.GROUP:
     raise errors.ShapeError(

@@ -445,12 +445,13 @@ def identifiability(law: Law, n, d, loss_obs, *, free_gamma: bool) -> dict:
   log alpha, log B, log beta, log E[, log gamma]), measures how much the
   predictions move per change of the log parameters. Reported:
 
-    singular_values: of J / sqrt(n), largest first (rms change of log L per
-      unit step in phi along each principal direction);
+    singular_values: of J / sqrt(m), m the number of points, largest first
+      (rms change of log L per unit step in phi along each principal
+      direction);
     condition_number: largest / smallest singular value;
     weakest_direction: the unit phi direction of the smallest one;
     weakest_se: Gauss-Newton standard error along it, sigma_res / s_min
-      with sigma_res^2 = SSR / (n - p): > 1 means that combination of log
+      with sigma_res^2 = SSR / (m - p): > 1 means that combination of log
       parameters is not determined to within a factor e (not identified);
     se: per log parameter, sigma_res sqrt(diag (J^T J)^-1); directions with
       s < 1e-5 s_max (below float32 resolution) count as unidentified, and

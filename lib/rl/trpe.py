@@ -13,9 +13,11 @@ src/algorithms/trpe.py). Per epoch:
    w_n^i = softmax_n(sum_t log pi^i(a_t|s_t) - log pi_b^i(a_t|s_t)); the
    surrogate L_i = sum_n w_n^i H_n is ascended with Adam (gradients only
    through the weights) for off-policy iterations while the mean
-   KL(pi_b^i || pi^i) over the visited states stays <= delta (a step that
-   would exceed it is not taken) or `max_off_iters` is reached; a non-finite
-   step halves the learning rate (at most `backtracks` times).
+   KL(pi_b^i || pi^i) over the visited states stays <= delta for every agent
+   (the agents step together: a step that would take any agent past delta
+   is not taken and ends the epoch's iterations) or `max_off_iters` is
+   reached; a non-finite step halves the learning rate (at most
+   `backtracks` times).
 4. pi_b <- pi.
 
 Policies are decentralised: agent i's logits [S, 4] of its own cell.

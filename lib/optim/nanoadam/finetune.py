@@ -72,8 +72,10 @@ def _average_ranks(x) -> np.ndarray:
 def weight_gradient_spearman(params, grads) -> float:
   """Spearman(|w|, |g|) over the entries of all weight matrices (ndim 2).
 
-  Biases (ndim 1) are excluded, as NanoAdam's masks exclude them. Negative:
-  the large gradients sit on the small weights (the paper's Fig. 1).
+  Biases (ndim 1) are left out, as the fine-tuning experiment leaves them
+  out of NanoAdam's masks (its `exclude`; `nanoadam` itself masks every leaf
+  unless told). Negative: the large gradients sit on the small weights (the
+  paper's Fig. 1).
   """
   w = [np.abs(np.ravel(v)) for v in jax.tree.leaves(params) if np.ndim(v) == 2]
   g = [np.abs(np.ravel(v)) for v in jax.tree.leaves(grads) if np.ndim(v) == 2]

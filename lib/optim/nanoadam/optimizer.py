@@ -58,6 +58,8 @@ class NanoAdamLeaf(NamedTuple):
 
 
 class NanoAdamState(NamedTuple):
+  """State of `nanoadam`: the step count and a `NanoAdamLeaf` per leaf."""
+
   step: jax.Array  # int32 scalar: optimizer steps taken.
   leaves: Any  # pytree of NanoAdamLeaf, same structure as params.
 
@@ -167,7 +169,9 @@ def nanoadam(
       changing every density_interval steps (a change of k refreshes the mask).
     density_interval: steps between density changes.
     total_steps: length of the density schedule.
-    b1, b2, eps: Adam constants.
+    b1, b2, eps: Adam's beta_1, beta_2 and epsilon, as in optax.adam: the
+      step of a selected entry is -lr * (m_hat / (sqrt(v_hat) + eps) +
+      weight_decay * theta).
     weight_decay: decoupled weight decay, applied to selected entries only.
     criterion: "smallest" (NanoAdam), "largest" or "random" (ablations).
     moments_on_change: "carry" or "reset" (see the module docstring).

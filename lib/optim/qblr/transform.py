@@ -120,8 +120,10 @@ def qng(
   Step sizes: a constant/scheduled `learning_rate`, or RDoG (Riemannian
   distance over gradients, `rdog=True`): s_t = r_t / sqrt(sum_i |g_i|_F^2)
   with r_t = max(rdog_eps, max_i sqrt(2 KL(lam_0 || lam_i))), using the
-  closed-form lifted KL. RDoG is fibre-invariant because the fibre action is a
-  reparameterisation of tau, under which KL and the F-norm are invariant.
+  closed-form lifted KL; s_t, r_t and the sum are per params leaf (a (d, 4)
+  mean-field leaf gets one step size for all its d coordinates). RDoG is
+  fibre-invariant because the fibre action is a reparameterisation of tau,
+  under which KL and the F-norm are invariant.
 
   Args:
     learning_rate: constant or schedule; required unless rdog.

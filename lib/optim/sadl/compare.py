@@ -1,8 +1,10 @@
 """SADL against its baselines at one tuning budget: the paper's comparison.
 
-The paper (Sec. 5, Table 8, Fig. 2) compares SADL with sketched SGD and
-FetchSGD at the same bytes per round, and with uncompressed distributed Adam.
-This module builds that comparison as pure functions a sweep runs:
+The paper (Sec. 4, Table 8; Sketch-SGD in App. Figs. 9-11) compares SADL
+with compressed baselines at the same bytes per round. Here: sketched SGD
+and FetchSGD (one of Table 8's), each at its run's sketch size, and
+uncompressed distributed Adam as the bound. This module builds that
+comparison as pure functions a sweep runs:
 
 - `make_method`: one compared method by name (SADL, its eps = 1e-8 ablation
   of spec B.5, sketched SGD, FetchSGD, distributed Adam) at a traced lr;
@@ -20,7 +22,7 @@ This module builds that comparison as pure functions a sweep runs:
 
 References:
   Chen, Li, Banerjee. "Sketched Adaptive Distributed Deep Learning: A Sharp
-  Convergence Analysis", NeurIPS 2025 (Sec. 5; Thm 2.2 and Cor. 2 for the
+  Convergence Analysis", NeurIPS 2025 (Sec. 4; Thm 2.2 and Cor. 2 for the
   dimension sweep; eps finding: spec B.5).
   Rothchild et al. "FetchSGD", ICML 2020 (the FetchSGD baseline).
 """

@@ -55,13 +55,15 @@ def scale_by_sketched_adam(
   the power-law quadratic sweep eps=1e-8 degrades with d (spec B.5).
 
   Args:
-    b1: first-moment decay.
-    b2: second-moment decay.
-    eps: added to sqrt(v) in the denominator.
+    b1: first-moment decay, the paper's beta_1.
+    b2: second-moment decay, the paper's beta_2.
+    eps: the paper's epsilon in m_t / (sqrt(v_hat_t) + eps), added to the
+      square root (outside it).
     amsgrad: use the running max of v (AMSGrad) instead of v (Adam).
 
   Returns:
-    An optax transformation producing the (positive) step direction.
+    An optax transformation producing the (positive) step direction
+    m_hat / (sqrt(v_hat) + eps); `sketched_adam` scales it by -kappa.
 
   References:
     Chen, Li, Banerjee, SADL, NeurIPS 2025, Alg. 2 (ADA_OPT).
@@ -146,6 +148,13 @@ def sadl(
 ) -> method_lib.Method:
   """SADL: sketch the delta in two halves; sketched Adam/AMSGrad server.
 
+  A client's message for its delta Delta = x_{t,0} - x_{t,K} is
+  [R_t^(1) Delta, R_t^(2) Delta], two independent sketches of b // 2 and
+  b - b // 2 rows built from the round key (the paper's m-bar^c, Alg. 1
+  step 3). The server de-sketches the averaged halves and feeds the first to
+  m_t and the square of the second to v_t (Alg. 2, ADA_OPT), then
+  x_{t+1} = x_t - kappa * (m_hat / (sqrt(v_hat) + eps) + weight_decay * x_t).
+
   Args:
     dim: number of model parameters d.
     sketch_size: b numbers sent per client per round (b/2 per half), b < d;
@@ -153,8 +162,8 @@ def sadl(
     learning_rate: server learning rate kappa (float, traced scalar, e.g. one
       of a vmapped sweep, or schedule).
     sketch_kind: "srht" (paper default), "gaussian", "countsketch", "identity".
-    b1: first-moment decay.
-    b2: second-moment decay.
+    b1: first-moment decay beta_1.
+    b2: second-moment decay beta_2.
     eps: denominator epsilon.
     amsgrad: AMSGrad (the analysis) instead of Adam (the experiments).
     weight_decay: decoupled weight decay.
@@ -164,6 +173,9 @@ def sadl(
 
   Raises:
     ConfigError: b >= d, b < 2, or unknown kind.
+
+  References:
+    Chen, Li, Banerjee, SADL, NeurIPS 2025, Alg. 1-2.
   """
   dim = method_lib.check_dim(dim)
   if sketch_kind not in sketch_lib.SKETCH_KINDS:

@@ -81,8 +81,10 @@ def online_iteration(
   2. `vae_steps` steps of the beta-VAE on batches drawn uniformly from the
      buffer, the per-sample loss l(s) weighted by the method: uniform
      ("rig"), Skew-Fit at alpha = -1 (softmax(l), the DRO weights at
-     tau = 1), or DRAG ("drag": w = softmax(f_psi(s)) from the weighter,
-     which first takes one ascent step on sum w l - tau KL(w || uniform)).
+     tau = 1), or DRAG ("drag": w = softmax(f_psi(s)) from the weighter's
+     current parameters; in the same step the weighter takes one ascent
+     step on sum w l - tau KL(w || uniform), which the next batch's weights
+     use: simultaneous descent-ascent).
 
   `tau` may be traced (one program serves every tau). The loss is the mean
   weighted VAE loss over the iteration's steps.
