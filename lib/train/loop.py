@@ -174,9 +174,9 @@ def train(
       over a `clients` axis).
     batch_fn: (data, key, step) -> batch, jittable; default: the whole `data`.
     eval_fn: (state, data) -> dict of scalars; jitted; run every `eval_every` steps
-      and at the end. Name its metrics apart from `step_fn`'s: an evaluated
-      step's row holds both, a shared name holds the evaluation's value, and
-      `History.evals()` then reads every row holding that name as evaluated.
+      and at the end. Its metric names must differ from `step_fn`'s (an
+      evaluated step's row holds both; a clash is a ConfigError at the first
+      log step, before any row is written).
     mesh: the mesh; by default a `data` mesh over `config.mesh_data` devices.
     name: label for progress lines and the `run` column.
     runs: names of the R runs stacked in the state: metrics and eval leaves then
@@ -296,6 +296,13 @@ def train(
       )
       carry, stacked = run_chunk(carry, length)
       stacked = jax.device_get(stacked)
+      clash = sorted(set(stacked) & set(eval_keys))
+      errors.check(
+        not clash,
+        errors.ConfigError,
+        f"step_fn and eval_fn both return {clash}: name the evaluation's "
+        "metrics apart (e.g. 'eval_loss'); a row holds one value a name",
+      )
       bad = metrics_lib.first_non_finite(stacked, finite_keys)
       if bad is not None:
         metrics_lib.check_finite(

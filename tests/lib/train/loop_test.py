@@ -128,6 +128,24 @@ def test_an_eval_fn_that_returns_no_dict_is_one_line(tmp_path):
   assert not (tmp_path / "r" / "metrics.jsonl").exists()
 
 
+def test_an_eval_metric_named_like_a_training_metric_is_refused(tmp_path):
+  # The evaluation's 'loss' overwrote the training 'loss' in the evaluated
+  # rows, and History.evals() read every training row as an evaluation.
+  task = _regression_task()
+  task = train_lib.Task(
+    task.init_fn,
+    task.loss_fn,
+    task.batch_fn,
+    task.data,
+    lambda p, d: {"loss": jnp.sum(p["w"] ** 2), "w0": p["w"][0]},
+  )
+  with pytest.raises(errors.ConfigError, match=r"both return \['loss'\]"):
+    train_lib.fit(
+      task, optax.adam(5e-2), workdir=str(tmp_path / "r"), config=_config()
+    )
+  assert not (tmp_path / "r" / "metrics.jsonl").read_text().strip()
+
+
 def test_eight_devices_match_one(tmp_path):
   assert jax.device_count() == 8
   _, h1 = _train(tmp_path, "one", mesh=mesh_lib.make_data_mesh(1))

@@ -118,10 +118,10 @@ def test_float_settings_reach_members_in_the_default_float(tmp_path, x64):
       settings,
       workdir=str(tmp_path),
       config=_config(num_steps=2, log_every=1, eval_every=2),
-      eval_one=lambda member, data, setting: {"lr": member["lr"]},
+      eval_one=lambda member, data, setting: {"member_lr": member["lr"]},
     )
   want = np.array([1 / 3, 0.1], np.float64 if x64 else np.float32)
-  np.testing.assert_array_equal(np.float64(result.final("lr")), want)
+  np.testing.assert_array_equal(np.float64(result.final("member_lr")), want)
 
 
 def test_a_diverged_member_is_recorded_and_frozen_others_train_on(tmp_path):
