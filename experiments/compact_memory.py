@@ -84,6 +84,7 @@ def check_config(config) -> None:
   for name in ("moons", "digits"):
     c = config[name]
     _checks.number(c.lr, f"config.{name}.lr", above=0)
+    _checks.integer(c.loss_batch, f"config.{name}.loss_batch", minimum=0)
     _checks.integers(c.memory_sizes, f"config.{name}.memory_sizes")
     _checks.one_of(c.compact_init, INITS, f"config.{name}.compact_init")
     _checks.one_of(
@@ -106,13 +107,14 @@ def load_dataset(config, name: str):
   # The feature file (CLIP-like features) follows the Split-CIFAR script.
   spec = dict(init="random", steps=config.steps_per_task, seeds=config.seeds)
   spec.update(em_iters=config.em_iters, clamp=d.beta_clamp)
+  spec.update(batch_size=d.loss_batch)  # the data term's divisor
   if name == "moons":
     tasks = continual.four_moons(
       n=m.n, noise=m.noise, degree=m.degree, seed=config.data_seed
     )
     spec.update(lr=m.lr, sizes=m.memory_sizes, init=m.compact_init)
-    spec.update(seeds=m.seeds)  # the demo's own seed count
     spec.update(steps=m.steps_per_task, em_iters=m.em_iters, clamp=m.beta_clamp)
+    spec.update(seeds=m.seeds, batch_size=m.loss_batch)  # the demo's own
   elif name == "digits":
     split = dict(test_fraction=d.test_fraction, seed=config.data_seed)
     tasks = continual.split_digits(classes_per_task=d.classes_per_task, **split)
@@ -180,6 +182,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     new_task = (step > 0) & (step % steps == 0)
     member = jax.lax.cond(new_task, end, lambda mb: mb, member)
     args = (*task(data, t), setting["method"], config.delta, t == 0)
+    args += (spec["batch_size"],)
     learner, loss, grad = continual.learner_step(member["learner"], tx, *args)
     metrics = dict(loss=loss, grad_norm=jnp.sqrt(jnp.sum(grad**2)))
     return {**member, "learner": learner}, {**metrics, "task": t.astype(float)}

@@ -32,6 +32,7 @@ from lib.continual.data import split_digits
 from lib.continual.kprior import Memory
 from lib.continual.kprior import accuracy
 from lib.continual.kprior import cross_entropy_sum
+from lib.continual.kprior import data_divisor
 from lib.continual.kprior import eigen_memory
 from lib.continual.kprior import empty_memory
 from lib.continual.kprior import kprior

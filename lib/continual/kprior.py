@@ -57,6 +57,21 @@ def _rows(x, mask):
   return x.shape[0] if mask is None else jnp.sum(mask)
 
 
+def data_divisor(x, mask=None, batch_size: int = 0):
+  """What the summed CE of the new data is divided by.
+
+  batch_size 0: the rows B (the mean). Otherwise the official Split-CIFAR
+  scripts' rule: they divide each batch's summed CE by their batch size
+  (1024) also when the batch is smaller, a task of fewer points included.
+  Full-batch, that is batch_size * ceil(B / batch_size): their per-step data
+  term averaged over an epoch (exact for B <= batch_size).
+  """
+  rows = _rows(x, mask)
+  if not batch_size:
+    return rows
+  return batch_size * jnp.ceil(rows / batch_size)
+
+
 def soft_cross_entropy(theta, u, p_old):
   """Per-row CE of the soft label p_old [M, C] against softmax(u @ theta)."""
   return -jnp.sum(p_old * jax.nn.log_softmax(u @ theta, axis=-1), axis=-1)
@@ -87,25 +102,39 @@ def task_loss(
   *,
   mask=None,
   center=None,
+  batch_size: int = 0,
 ):
   """The code's per-batch objective: CE_sum / B + K_t(theta) / N_new.
 
-  B is the batch's rows (with `mask`, its unmasked rows); `center` as for
-  `kprior` (0 for the official random-points baseline).
+  B is the batch's rows (with `mask`, its unmasked rows), or with
+  `batch_size` the official scripts' fixed divisor (`data_divisor`);
+  `center` as for `kprior` (0 for the official random-points baseline).
   """
-  ce = cross_entropy_sum(theta, x, y, mask) / _rows(x, mask)
+  ce = cross_entropy_sum(theta, x, y, mask) / data_divisor(x, mask, batch_size)
   return ce + kprior(theta, theta_old, memory, delta, center=center) / n_new
 
 
-def replay_loss(theta, x, y, mem_x, mem_y, mem_w, delta, n_new, *, mask=None):
+def replay_loss(
+  theta,
+  x,
+  y,
+  mem_x,
+  mem_y,
+  mem_w,
+  delta,
+  n_new,
+  *,
+  mask=None,
+  batch_size: int = 0,
+):
   """Experience replay (official baseline): CE_new / B + (L2 + replay CE) / N.
 
-  `mem_w` is 1 for a stored point and 0 for a padding slot; `mask` as for
-  `task_loss`. The official replay script puts (delta/2)||theta||^2 only on
+  `mem_w` is 1 for a stored point and 0 for a padding slot; `mask` and
+  `batch_size` (B) as for `task_loss`. The official replay script puts (delta/2)||theta||^2 only on
   the first task (no memory yet) and nothing but the replayed CE afterwards;
   the caller passes delta = 0 after the first task to follow it.
   """
-  ce = cross_entropy_sum(theta, x, y, mask) / _rows(x, mask)
+  ce = cross_entropy_sum(theta, x, y, mask) / data_divisor(x, mask, batch_size)
   mem_ce = token_nll(mem_x @ theta, mem_y)
   extra = 0.5 * delta * jnp.sum(theta**2) + jnp.sum(mem_w * mem_ce)
   return ce + extra / n_new

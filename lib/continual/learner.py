@@ -1,11 +1,13 @@
 """The continual learners of the compact-memory paper: objective and task boundary.
 
 Tasks t = 1..T arrive in turn. Each sequential method trains theta on task t
-by minimising its `objective` (the official scripts: full-batch Adam, a fresh
-Adam per task); at the end of the task `task_boundary` stores what the method
-keeps of it, and theta_old <- theta. The methods (ids are what a vmapped sweep
-passes as a traced per-member setting; `task_boundary` also takes a Python
-int, and then runs the PPCA-EM for compact only):
+by minimising its `objective` with full-batch Adam, a fresh Adam per task (the
+four-moons notebook's; the Split-CIFAR scripts take batches of 1024, one
+batch for a task of at most 1024 points); at the end of the task
+`task_boundary` stores what the method keeps of it, and theta_old <- theta.
+The methods (ids are what a vmapped sweep passes as a traced per-member
+setting; `task_boundary` also takes a Python int, and then runs the PPCA-EM
+for compact only):
 
 - replay: CE on the new task + CE of the stored raw points with their hard
   labels, (delta/2)||theta||^2 on the first task only (`replay_loss`);
@@ -48,13 +50,26 @@ REPLAY, RANDOM_KPRIOR, RANDOM_KPRIOR_ANCHORED, COMPACT = range(len(METHODS))
 
 
 def objective(
-  theta, method, theta_old, memory: Memory, mem_y, x, y, mask, *, delta, first
+  theta,
+  method,
+  theta_old,
+  memory: Memory,
+  mem_y,
+  x,
+  y,
+  mask,
+  *,
+  delta,
+  first,
+  batch_size: int = 0,
 ):
   """Method `method`'s full-batch loss on a task (x, y; padding rows mask 0).
 
   Replay: `replay_loss` with the L2 term on the first task only. The K-prior
-  methods: `task_loss`, CE / N + K_t(theta) / N with K_t's L2 term towards 0
-  (random_kprior) or theta_old (the others). `method` may be traced.
+  methods: `task_loss`, CE / B + K_t(theta) / N with K_t's L2 term towards 0
+  (random_kprior) or theta_old (the others). B is N, or with `batch_size`
+  the Split-CIFAR scripts' divisor (`data_divisor`: 1024 for a task of at
+  most 1024 points). `method` may be traced.
   """
   n = jnp.sum(mask)
   replay = replay_loss(
@@ -67,10 +82,20 @@ def objective(
     jnp.where(first, delta, 0.0),
     n,
     mask=mask,
+    batch_size=batch_size,
   )
   center = jnp.where(method == RANDOM_KPRIOR, 0.0, theta_old)
   kp = task_loss(
-    theta, x, y, theta_old, memory, delta, n, mask=mask, center=center
+    theta,
+    x,
+    y,
+    theta_old,
+    memory,
+    delta,
+    n,
+    mask=mask,
+    center=center,
+    batch_size=batch_size,
   )
   return jnp.where(method == REPLAY, replay, kp)
 
@@ -192,9 +217,12 @@ def init_learner(theta, tx, slots: int) -> Learner:
   )
 
 
-def learner_step(learner: Learner, tx, x, y, mask, method, delta, first):
+def learner_step(
+  learner: Learner, tx, x, y, mask, method, delta, first, batch_size: int = 0
+):
   """One full-batch step of `tx` on `objective`: (learner, loss, grad);
-  `first`: whether this is the first task (replay's L2 term)."""
+  `first`: whether this is the first task (replay's L2 term); `batch_size`
+  as for `objective`."""
   loss, grad = jax.value_and_grad(objective)(
     learner.theta,
     method,
@@ -206,6 +234,7 @@ def learner_step(learner: Learner, tx, x, y, mask, method, delta, first):
     mask,
     delta=delta,
     first=first,
+    batch_size=batch_size,
   )
   updates, opt_state = tx.update(grad, learner.opt_state, learner.theta)
   theta = optax.apply_updates(learner.theta, updates)

@@ -48,11 +48,17 @@ def _problem(seed=0, n=12, pad=3, d=4, c=3, slots=5):
   return x, y, mask, theta, old, u, w, mem_y, n
 
 
-@pytest.mark.parametrize("first", [True, False])
-def test_objective_of_each_method_matches_dense(first):
+@pytest.mark.parametrize(
+  "first, batch_size, divisor",
+  # The Split-CIFAR scripts divide the summed CE by their batch size, 1024,
+  # also for a task of fewer points (here 12): CE_sum / 1024 + K / N. A batch
+  # of 5 with 12 points is three batches, the last of 2, each divided by 5.
+  [(True, 0, 12), (False, 0, 12), (False, 1024, 1024), (True, 5, 15)],
+)
+def test_objective_of_each_method_matches_dense(first, batch_size, divisor):
   x, y, mask, theta, old, u, w, mem_y, n = _problem()
   delta = 0.3
-  ce = _ce(theta, x[:n], y[:n]).sum() / n
+  ce = _ce(theta, x[:n], y[:n]).sum() / divisor
   l2 = lambda center: 0.5 * delta * np.sum((theta - center) ** 2)
   soft = -np.sum(_softmax(u @ old) * np.log(_softmax(u @ theta)), -1)
   expected = {
@@ -62,7 +68,7 @@ def test_objective_of_each_method_matches_dense(first):
     "random_kprior_anchored": ce + (l2(old) + np.sum(w * soft)) / n,
     "compact": ce + (l2(old) + np.sum(w * soft)) / n,
   }
-  f = jax.jit(continual.objective, static_argnames=("delta",))
+  f = jax.jit(continual.objective, static_argnames=("delta", "batch_size"))
   for i, method in enumerate(continual.METHODS):
     got = f(
       theta,
@@ -75,6 +81,7 @@ def test_objective_of_each_method_matches_dense(first):
       mask,
       delta=delta,
       first=first,
+      batch_size=batch_size,
     )
     np.testing.assert_allclose(got, expected[method], rtol=1e-12)
 
