@@ -27,9 +27,7 @@ class ScaleBySketchedAdamState(NamedTuple):
   count: jax.Array  # scalar int32: server steps taken
   mu: optax.Updates  # EMA of de-sketched deltas (first half-sketch)
   nu: optax.Updates  # EMA of squared de-sketched deltas (second half-sketch)
-  nu_max: (
-    optax.Updates
-  )  # AMSGrad running max of bias-corrected nu; None for Adam
+  nu_max: optax.Updates  # AMSGrad's running max of nu; None for Adam
 
 
 def scale_by_sketched_adam(
@@ -47,9 +45,11 @@ def scale_by_sketched_adam(
   independent of the preconditioner; the square of a de-sketched vector
   over-estimates the true square by about ||delta||^2 / (b/2) per coordinate,
   which acts like a large data-dependent eps. Without `second_moment_updates`
-  (identity sketch) this is exactly `optax.scale_by_adam` /
-  `optax.scale_by_amsgrad` (bias-corrected; AMSGrad takes the max of the
-  bias-corrected v, as optax does).
+  (identity sketch) Adam is exactly `optax.scale_by_adam` (bias-corrected).
+  AMSGrad is the paper's Alg. 2: m_t / (sqrt(v_hat_t) + eps) with v_hat_t =
+  max(v_hat_{t-1}, v_t) and no bias correction of m or v (optax's
+  `scale_by_amsgrad` corrects both and takes the max of the corrected v:
+  its early steps are (1 - b1) / sqrt(1 - b2) times the paper's).
 
   eps defaults to 1e-3, not 1e-8: the theory's bound scales with 1/eps and in
   the power-law quadratic sweep eps=1e-8 degrades with d (spec B.5).
@@ -59,11 +59,13 @@ def scale_by_sketched_adam(
     b2: second-moment decay, the paper's beta_2.
     eps: the paper's epsilon in m_t / (sqrt(v_hat_t) + eps), added to the
       square root (outside it).
-    amsgrad: use the running max of v (AMSGrad) instead of v (Adam).
+    amsgrad: the paper's AMSGrad (running max of v, no bias correction)
+      instead of Adam (bias-corrected m and v).
 
   Returns:
     An optax transformation producing the (positive) step direction
-    m_hat / (sqrt(v_hat) + eps); `sketched_adam` scales it by -kappa.
+    m_hat / (sqrt(v_hat) + eps) (AMSGrad: m / (sqrt(max v) + eps));
+    `sketched_adam` scales it by -kappa.
 
   References:
     Chen, Li, Banerjee, SADL, NeurIPS 2025, Alg. 2 (ADA_OPT).
@@ -86,12 +88,13 @@ def scale_by_sketched_adam(
     mu = optax.tree.update_moment(updates, state.mu, b1, 1)
     nu = optax.tree.update_moment_per_elem_norm(second, state.nu, b2, 2)
     count = optax.safe_increment(state.count)
-    mu_hat = optax.tree.bias_correction(mu, b1, count)
-    nu_hat = optax.tree.bias_correction(nu, b2, count)
     nu_max = None
-    if amsgrad:
-      nu_max = jax.tree.map(jnp.maximum, state.nu_max, nu_hat)
-      nu_hat = nu_max
+    if amsgrad:  # Alg. 2: v_hat_t = max(v_hat_{t-1}, v_t), no correction.
+      nu_max = jax.tree.map(jnp.maximum, state.nu_max, nu)
+      mu_hat, nu_hat = mu, nu_max
+    else:
+      mu_hat = optax.tree.bias_correction(mu, b1, count)
+      nu_hat = optax.tree.bias_correction(nu, b2, count)
     direction = jax.tree.map(
       lambda m, v: m / (jnp.sqrt(v) + eps), mu_hat, nu_hat
     )
