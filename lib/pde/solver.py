@@ -94,6 +94,11 @@ def field_map(kind, model, grid):
 def snapshot_batch(data, key, batch_size):
   """One random time index for each of `batch_size` random trajectories.
 
+  The trajectories are drawn with replacement at every step (ours): the
+  official loader goes through the trajectories once per epoch, drawing one
+  random time index for each, so a trajectory may repeat within a batch here
+  and not there. Both are unbiased for the mean loss over snapshots.
+
   Args:
     data: {"u": [B, T, n], "target": [B, T, n]} (device arrays).
     key: PRNG key.
