@@ -112,7 +112,9 @@ def hns_pde_defaults(config) -> None:
   seed for the claims' intervals, as the paper. Paper: AdamW lr 1e-5 (HNS) /
   1e-4 (baselines), wd 1e-3, ~100 epochs; with far fewer CPU steps we use lr
   2e-3 -> cosine decay (spec, ours). num_plot: validation trajectories in the
-  space-time figure.
+  space-time figure. The next-step CNN learns the increment u_{t+1} - u_t
+  with the relative L2 of the increment (ours); the official "normal" mode
+  predicts u_{t+1} itself, with the relative L2 of u_{t+1}.
   """
   config.baselines = ("derivative_cnn", "next_step_cnn")
   config.cnn = dict(
