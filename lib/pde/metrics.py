@@ -56,8 +56,11 @@ def correlation_time(pred, true, threshold=0.8):
     threshold: the paper uses 0.8.
 
   Returns:
-    [...] steps (T when the correlation never drops); the paper averages
-    this over the batch. A non-finite step counts as decorrelated, so a
+    [...] steps (T when the correlation never drops: one more than the
+    last step index T - 1, where the official code gives nt - 1). Per
+    trajectory: the official code thresholds the batch-mean correlation
+    instead (see `solver.rollout_metrics`). A non-finite step counts as
+    decorrelated, so a
     rollout that blows up has a correlation time no later than the step
     it blew up at: divergence is counted, never dropped.
   """

@@ -230,7 +230,11 @@ def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
   - correlation_time: first step whose Pearson correlation with the truth is
     below `threshold`, a non-finite step counting as below, so a diverged
     trajectory's correlation time is at most the step it diverged at; the
-    mean over all trajectories (as the paper's code).
+    mean over all trajectories (ours). The official code
+    (modules/train_module.py `rollout`) averages the Pearson correlation
+    over a validation batch of 32 first, takes the first step where that
+    batch mean drops below 0.8 (nt - 1 if never), one time per batch, then
+    averages over batches; a NaN step there never counts as below.
   - rollout_error, hamiltonian_error: the mean over all trajectories, a
     diverged trajectory's error being +inf (one diverged trajectory makes the
     mean inf, as the paper's "nan" for FNO on KdV, Table 4).

@@ -21,6 +21,29 @@ src/algorithms/trpe.py). Per epoch:
 4. pi_b <- pi.
 
 Policies are decentralised: agent i's logits [S, 4] of its own cell.
+
+Where the official `trpe` (src/algorithms/trpe.py, read 2026-12-05) does
+otherwise (all of them choices of ours, not yet config modes):
+- Its loop is meant to stop each agent on its own: after every iteration
+  an agent whose KL is >= delta stops stepping, the others go on; a step is
+  accepted while *any* agent's KL is <= delta, so an agent may end the
+  epoch past delta. (Its optimizer loop zips the optimizers with a list of
+  only the unfinished agents' flags, so once the first agent finishes it
+  is the first agent's optimizer that keeps stepping.) Ours stops all
+  agents jointly and rejects the step that would take any one past delta.
+- Its KL is the sum over every sampled state (N x (H + 1)) of
+  KL(pi_b || pi), divided by the 4 actions, not a mean over states: its
+  delta of 6-15 with 10-30 trajectories of 50-500 steps is a per-state
+  mean of 4 delta / (N (H + 1)), 2e-3 to 0.1 (scripts/tae/room.sh: 15,
+  20 x 150 steps: 0.02).
+- With backtracking (its default), a step rejected for KL or a non-finite
+  value restores the last accepted policies, divides the learning rate by
+  2^i and retries (at most 10 tries); the first step accepted after a
+  backtrack ends the epoch. Ours halves the rate only on non-finite values.
+- Its Adam optimizers are created once and keep their moments across
+  epochs; ours start afresh every epoch.
+- Its per-trajectory distributions count the H states s_0..s_{H-1}; ours
+  also count s_H.
 """
 
 import dataclasses
