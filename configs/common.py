@@ -116,9 +116,10 @@ def hns_pde_defaults(config) -> None:
   trajectories: 3,200 steps) and 250 on KdV (its H filter keeps 1,024 of
   2,048: 8,000 steps), StepLR x0.8 every 100 epochs: fewer steps than our
   paper variants (20k, 40k), more than quick's. num_plot: validation
-  trajectories in the space-time figure. The next-step CNN learns the increment u_{t+1} - u_t
-  with the relative L2 of the increment (ours); the official "normal" mode
-  predicts u_{t+1} itself, with the relative L2 of u_{t+1}.
+  trajectories in the space-time figure. The next-step CNN learns the
+  increment u_{t+1} - u_t with the relative L2 of the increment (ours); the
+  official "normal" mode predicts u_{t+1} itself, with the relative L2 of
+  u_{t+1}.
   """
   config.baselines = ("derivative_cnn", "next_step_cnn")
   config.cnn = dict(

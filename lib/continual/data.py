@@ -268,11 +268,12 @@ def four_moons(
   sklearn `make_moons(n, noise)` (the official CSV holds 1000 such points,
   off the unit arcs with std 0.097: noise 0.1, not stated there), each class
   sorted by x1; task 1 = the first half of each class, task 2 = the second
-  half, tasks 3 and 4 = the same shifted by (2.3, 0). The points are centred on the mean over all tasks and mapped
-  by PolynomialFeatures(degree) (which includes the constant feature: 21
-  features for degree 5). Binary labels, used as 2-class softmax (ours: the
-  notebook's model is one sigmoid weight vector). The test
-  set is a fresh draw split the same way (ours; the notebook only plots).
+  half, tasks 3 and 4 = the same shifted by (2.3, 0). The points are centred
+  on the mean over all tasks and mapped by PolynomialFeatures(degree) (which
+  includes the constant feature: 21 features for degree 5). Binary labels,
+  used as 2-class softmax (ours: the notebook's model is one sigmoid weight
+  vector). The test set is a fresh draw split the same way (ours; the
+  notebook only plots).
   """
   from sklearn import datasets
   from sklearn import preprocessing

@@ -60,9 +60,8 @@ def correlation_time(pred, true, threshold=0.8):
     last step index T - 1, where the official code gives nt - 1). Per
     trajectory: the official code thresholds the batch-mean correlation
     instead (see `solver.rollout_metrics`). A non-finite step counts as
-    decorrelated, so a
-    rollout that blows up has a correlation time no later than the step
-    it blew up at: divergence is counted, never dropped.
+    decorrelated, so a rollout that blows up has a correlation time no later
+    than the step it blew up at: divergence is counted, never dropped.
   """
   corr = pearson_correlation(pred, true)
   num_steps = corr.shape[-1]
