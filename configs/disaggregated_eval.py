@@ -4,7 +4,8 @@ Run (the CPU reproduction, < 1 min on 2 cores):
   python -m experiments.disaggregated_eval \
     --config configs/disaggregated_eval.py:quick --workdir runs/disaggregated_eval
 Variants: (default) the paper's sizes (50k train, 20k eval, 1000 resamples);
-  quick: 20k / 20k, 200 resamples; add ',smoke' for a seconds-long run.
+  quick: 20k train / 50k eval, 200 resamples; add ',smoke' for a
+  seconds-long run.
 Your own scores (e.g. a model on ACS PUMS, downloaded by you): a CSV with a
 header, --config.csv_path=/path/scores.csv and the column names in
 config.csv_columns (score, label, group; x optional: then T_a(X) too);

@@ -267,7 +267,16 @@ def make_optimizer(
   """AdamW with clipping; cosine to 10 % of the peak, or constant after warmup.
 
   The constant schedule lets one run be read at several token counts D (the
-  scaling sweep); the cosine one is the paper's for a single budget.
+  scaling sweep); the cosine one stands for the paper's single-budget run.
+  Where this differs from the official trainer (IST-DASLab/Quartet
+  src/main.py, src/models/base.py) [ours, not yet a config mode]:
+  - schedule: the official one is torch OneCycleLR (div_factor 100,
+    final_div_factor 0.1): a cosine-shaped warmup from lr/100 (here a linear
+    one from 0), then cosine decay to lr/10 (the same end value as here);
+  - weight decay: the official param groups decay only the weights of the
+    transformer linears; the embedding, the (untied) lm_head and the RMSNorm
+    scales get weight_decay 0. `optax.adamw` here has no mask, so it decays
+    every parameter, norms and embeddings included.
   """
   o, steps = config.optim, config.train.num_steps
   lr = o.learning_rate if learning_rate is None else learning_rate

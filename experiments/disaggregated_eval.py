@@ -19,6 +19,23 @@ held-out evaluation set:
 - 95 % percentile-bootstrap intervals over evaluation rows (P(A | V) fitted
   once on the full evaluation set, not refitted per resample [ours]).
 
+Where the official notebooks (causal_evaluation/colab/simulation_fit_models,
+simulation_selection) do otherwise [ours, not yet config modes]:
+- P(A | X) and P(A | Y) are fitted there on the training draws and applied
+  to the evaluation rows, and P(A | R) out of sample on the evaluation rows
+  (cross_val_predict with an inner grid search); here all three are fitted
+  in sample on the evaluation rows.
+- R there is the logit of the score of the model being evaluated (r_x for
+  f(X), r_xa for f(X, A)); here R = logit f(X, A) for both models, so T(R)
+  of f(X) weights on the other model's score.
+- Selection settings: there every model is fitted on selected training rows
+  and evaluated on unselected draws of the population (the eval set is not
+  filtered by S); here the evaluation rows are selected too, f(X, A) is the
+  population P(Y | X, A), and the population view is the 1/P(S | .)
+  weighted one.
+- There f(X), f(X, A) and a per-group (stratified) model are gradient
+  boosting with a cross-validated grid; no stratified model here.
+
 No training loop runs here (closed-form and Newton-fitted models), so the
 experiment is one jitted evaluation per setting; results.json holds every
 number, `forest.png` the statistics with their intervals per setting.

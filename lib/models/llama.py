@@ -5,6 +5,13 @@ projection, the fused gate+up projection and the down projection are the
 quantized linears (`QuartetDense`); the embedding, the untied LM head, the
 norms and the attention score/value products stay in high precision.
 
+Not as in that code [ours]: every weight here is initialised N(0, 0.02),
+while the official model re-initialises the two residual projections (the
+attention output and the MLP down projection, both named `c_proj` there) with
+std 0.02 / sqrt(2 n_layers); and RMSNorm's eps is 1e-6 here, 1e-5 there
+(`--rmsnorm-eps`). Its MLP width is int(8/3 d) rounded up to a multiple of
+256 (`--multiple-of`); `mlp_hidden` here is whatever the config sets.
+
 References:
   Touvron et al., "Llama 2" (2023); Castro et al., "Quartet: Native FP4
   Training Can Be Optimal for Large Language Models", NeurIPS 2025

@@ -3,7 +3,15 @@
 Quartet rotates every operand by a block-diagonal 32x32 Hadamard along the
 GEMM's contraction axis; (x H)(w H)^T = x w^T because H is orthogonal, so the
 rotation spreads outliers across a group without changing the product. The
-backward uses H diag(s) with random signs s, redrawn every call.
+backward uses H diag(s) with random signs s, redrawn every call, as the
+official AlbertTsengQuantizer does (x @ (H diag(s)), rerotate "signs"). The
+signs act after H, on single rotated elements, and the absmax quantizer is
+sign-symmetric (amax ignores signs; RNE and SR act on magnitudes), so
+Q(x H diag(s)) = Q(x H) diag(s) and the diag(s) of both GEMM operands cancel:
+with the same SR uniforms the backward GEMMs equal those with plain H32
+exactly (checked on `reference.quantize_absmax` + `mx_matmul`: max |diff| 0).
+The redraw does not randomise the rotation; signs applied before H
+(x diag(s) H) would.
 
 References:
   Castro et al., "Quartet: Native FP4 Training Can Be Optimal for Large

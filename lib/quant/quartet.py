@@ -125,6 +125,9 @@ def quartet_linear(
     backward: "sr" (Quartet), "rtn" or "bf16" (exact backward GEMMs, still
       masked by the forward's trust mask).
     rerotate: redraw random Hadamard signs per backward call (else plain H32).
+      As in the official code the signs act after H, so for the MXFP4
+      absmax quantizer this gives the same backward GEMMs as plain H32 (see
+      `lib.quant.hadamard`): only the SR uniforms differ between calls.
     implementation: kernels for quantizers and GEMMs (None|"xla"|"pallas"|
       "ffi"); NVFP4 quantizes in XLA and multiplies through the FFI when
       selected, else XLA.
