@@ -12,7 +12,8 @@ held-out evaluation set:
   group-agnostic f(X) (logistic regression on polynomial features of X);
 - per group and metric: the unweighted disparity (group 1 - group 0) and
   T_a(V) = metric(group a) - metric(population weighted by P(A=a | V)) for
-  V in {X, Y, R = logit f(X, A)}, P(A | V) by logistic regression;
+  V in {X, Y, R = logit of the evaluated model's score} (as the official
+  evaluate.py), P(A | V) by logistic regression;
 - the relative comparison f(X, A) - f(X) per group (paired);
 - calibration-in-the-large per group, unweighted and with 1/P(S | .) weights
   (selection settings);
@@ -25,9 +26,6 @@ simulation_selection) do otherwise [ours, not yet config modes]:
   to the evaluation rows, and P(A | R) out of sample on the evaluation rows
   (cross_val_predict with an inner grid search); here all three are fitted
   in sample on the evaluation rows.
-- R there is the logit of the score of the model being evaluated (r_x for
-  f(X), r_xa for f(X, A)); here R = logit f(X, A) for both models, so T(R)
-  of f(X) weights on the other model's score.
 - Selection settings: there every model is fitted on selected training rows
   and evaluated on unselected draws of the population (the eval set is not
   filtered by S); here the evaluation rows are selected too, f(X, A) is the
@@ -162,7 +160,7 @@ def _statistic(counts, args) -> dict:
       out[f"{m}/group0/{k}"] = by_group[0][k]
       out[f"{m}/group1/{k}"] = by_group[1][k]
       out[f"{m}/disparity/{k}"] = by_group[1][k] - by_group[0][k]
-    for v, pv in args["p_a"].items():
+    for v, pv in {**args["p_a"], "R": args["p_r"][m]}.items():
       pv = pv[rows]
       for g in GROUPS:
         pg = pv if g == 1 else 1 - pv
@@ -188,14 +186,18 @@ def _statistic(counts, args) -> dict:
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
-  """P(A = 1 | V) fitted once on all evaluation rows; each score's order."""
+  """P(A = 1 | V) fitted once on all evaluation rows; each score's order.
+
+  V = R is each model's own score, R = logit f (as the official
+  evaluate.py): T(R) of f(X) weights on f(X)'s score, of f(X, A) on its.
+  """
   p_a = {"Y": ev.group_probability(y, a, "binary")}
   if x is not None:
     p_a["X"] = ev.group_probability(x, a, "poly", degree)
-  score_r = jnp.clip(scores["xa"], 1e-7, 1 - 1e-7)
-  p_a["R"] = ev.group_probability(
-    jnp.log(score_r) - jnp.log1p(-score_r), a, "poly", degree
-  )
+  p_r = {}
+  for m, s in scores.items():
+    r = jnp.clip(s, 1e-7, 1 - 1e-7)
+    p_r[m] = ev.group_probability(jnp.log(r) - jnp.log1p(-r), a, "poly", degree)
   order = {m: jnp.argsort(s) for m, s in scores.items()}
   return {
     "p": scores,
@@ -204,6 +206,7 @@ def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
     "y": y,
     "a": a,
     "p_a": p_a,
+    "p_r": p_r,
   }
 
 

@@ -52,6 +52,27 @@ def test_t_of_x_covers_zero_under_covariate_shift_only():
   assert out["hi"] < 0, out
 
 
+def test_t_of_r_weights_each_model_on_its_own_score():
+  # f(X)'s score carries the group, f(X, A)'s does not, and Y is independent
+  # of both. Weighting the population by P(A = 1 | R) with R f(X)'s own
+  # score reproduces group 1's score distribution (Bayes), so f(X)'s T1(R)
+  # is ~0; weighting on f(X, A)'s score (P(A | R) ~ constant) left f(X)'s
+  # group-vs-population log-loss difference (disparity ~0.2 here).
+  r = np.random.default_rng(0)
+  n = 20_000
+  a = r.integers(0, 2, n)
+  y = r.integers(0, 2, n)
+  scores = {
+    "x": np.clip(0.2 + 0.25 * a + 0.05 * r.normal(size=n), 0.02, 0.98),
+    "xa": r.uniform(0.3, 0.7, n),
+  }
+  res = ex.evaluate(_config(resamples=50), scores, y, a)
+  t = res["x"]["T1(R)"]["log_loss"]
+  gap = res["x"]["disparity"]["log_loss"]
+  assert t["lo"] <= 0 <= t["hi"], t
+  assert abs(gap["mean"]) > 0.1 and abs(t["mean"]) < 0.1 * abs(gap["mean"])
+
+
 def test_user_csv_is_evaluated(tmp_path):
   rng = np.random.default_rng(0)
   n = 400
