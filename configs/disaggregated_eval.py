@@ -48,6 +48,13 @@ def get_config(arg=None):
   # "Practically zero" for the T_a(V) and calibration claims: the whole
   # interval must lie within +-margin (an equivalence check, not "covers 0").
   config.margin = 0.02
+  # Selection settings: "population" (the official simulation_selection
+  # notebook): f(X) and f(X, A) are fitted on selected training rows and
+  # scored on the whole population; the 1/P(S | .) view is the same models
+  # trained with those weights. "selected" (ours, before 2026-12-05): f(X, A)
+  # is the population's P(Y | X, A), scored on selected evaluation rows; the
+  # 1/P(S | .) view weights those rows.
+  config.selection_eval = "population"
   # A user's CSV ("" = the simulated settings only). Tests do not use it.
   config.csv_path = ""
   config.csv_columns = dict(score="score", label="label", group="group", x="")

@@ -16,7 +16,7 @@ held-out evaluation set:
   evaluate.py), P(A | V) by logistic regression;
 - the relative comparison f(X, A) - f(X) per group (paired);
 - calibration-in-the-large per group, unweighted and with 1/P(S | .) weights
-  (selection settings);
+  (selection settings: models trained with them, `selection_eval`);
 - 95 % percentile-bootstrap intervals over evaluation rows (P(A | V) fitted
   once on the full evaluation set, not refitted per resample [ours]).
 
@@ -26,11 +26,11 @@ simulation_selection) do otherwise [ours, not yet config modes]:
   to the evaluation rows, and P(A | R) out of sample on the evaluation rows
   (cross_val_predict with an inner grid search); here all three are fitted
   in sample on the evaluation rows.
-- Selection settings: there every model is fitted on selected training rows
-  and evaluated on unselected draws of the population (the eval set is not
-  filtered by S); here the evaluation rows are selected too, f(X, A) is the
-  population P(Y | X, A), and the population view is the 1/P(S | .)
-  weighted one.
+- Selection settings (`config.selection_eval`): "population" follows the
+  official notebook (models fitted on selected training rows, scored on the
+  population); its 1/P(S | .) view (the same models trained with those
+  weights) is ours: the notebook only plots calibration curves. "selected"
+  is our earlier design (the population's P(Y | X, A) on selected rows).
 - There f(X), f(X, A) and a per-group (stratified) model are gradient
   boosting with a cross-validated grid; no stratified model here.
 
@@ -66,6 +66,9 @@ def check_config(config) -> None:
   for key in ("n_train", "n_eval"):
     _checks.integer(config[key], f"config.{key}", minimum=100)
   _checks.integer(config.resamples, "config.resamples", minimum=2)
+  _checks.one_of(
+    config.selection_eval, ("population", "selected"), "config.selection_eval"
+  )
   _checks.fraction(config.level, "config.level")
   _checks.fraction(config.threshold, "config.threshold")
   _checks.integer(config.degree, "config.degree")
@@ -95,15 +98,21 @@ def _xa_features(x, a, degree):
 
 
 def draw(config, name, key):
-  """(train, eval) dicts of one setting; selection keeps selected rows."""
+  """(train, eval) dicts of one setting. Selection settings train on selected
+  rows; the evaluation rows are the population's (`selection_eval`
+  "population", the official notebook's) or selected too ("selected")."""
   st = ev.setting(name)
   k_train, k_eval = jax.random.split(key)
   # Selection keeps about half the draws: draw enough to fill both sets.
   factor = 1 if st.selection == "none" else 3
   out = []
   for k, n in ((k_train, config.n_train), (k_eval, config.n_eval)):
+    select = st.selection != "none"
+    if out and config.selection_eval == "population":
+      select = False  # the evaluation rows: the whole population
     d = {k2: np.asarray(v) for k2, v in ev.simulate(k, st, factor * n).items()}
-    if st.selection != "none":
+    d = d if select else {k2: v[:n] for k2, v in d.items()}
+    if select:
       keep = np.flatnonzero(d["s"] == 1)[:n]
       errors.check(
         keep.size == n,
@@ -115,24 +124,32 @@ def draw(config, name, key):
   return st, out[0], out[1]
 
 
-def models(config, st, train, evald) -> dict:
-  """Scores of f(X, A) and f(X) on the evaluation rows."""
-  return _models(st.family == "causal", config.degree, train, evald)
+def models(config, st, train, evald, w=None) -> dict:
+  """Scores of f(X, A) and f(X) on the evaluation rows; `w`: training-row
+  weights (1/P(S | .) for the population view of a selection setting).
+
+  f(X, A) is the DGP's P(Y | X, A) (Bayes-optimal) in the causal family,
+  unless the models learn from selected rows evaluated on the population.
+  """
+  fitted = st.family != "causal" or (
+    st.selection != "none" and config.selection_eval == "population"
+  )
+  return _models(not fitted, config.degree, train, evald, w)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _models(causal: bool, deg: int, train, evald) -> dict:
+def _models(closed_form: bool, deg: int, train, evald, w) -> dict:
   # One standardisation for train and eval rows (features are unsupervised).
   x_all = jnp.concatenate([train["x"], evald["x"]])
   f_all = _x_features(x_all, deg)
-  fx = ev.fit_logistic(f_all[: len(train["x"])], train["y"])
+  fx = ev.fit_logistic(f_all[: len(train["x"])], train["y"], w)
   p_x = ev.predict_logistic(fx, f_all[len(train["x"]) :])
-  if causal:
+  if closed_form:
     p_xa = evald["p_y"]  # the DGP's P(Y | X, A): Bayes-optimal
   else:
     a_all = jnp.concatenate([train["a"], evald["a"]])
     fa_all = _xa_features(x_all, a_all, deg)
-    fxa = ev.fit_logistic(fa_all[: len(train["x"])], train["y"])
+    fxa = ev.fit_logistic(fa_all[: len(train["x"])], train["y"], w)
     p_xa = ev.predict_logistic(fxa, fa_all[len(train["x"]) :])
   return {"xa": p_xa, "x": p_x}
 
@@ -172,9 +189,13 @@ def _statistic(counts, args) -> dict:
     for g in GROUPS:
       w = in_group[g]
       out[f"{m}/calibration/group{g}"] = ev.calibration_in_the_large(ss, y, w)
-      if args["ipw"] is not None:
+      if args["ipw"] is not None or args["ipw_p"] is not None:
+        # "selected": these rows weighted by 1/P(S | .); "population": the
+        # model trained with those weights, scored on these rows.
+        sw = ss if args["ipw_p"] is None else args["ipw_p"][m][rows]
+        ww = w if args["ipw"] is None else w * args["ipw"][rows]
         out[f"{m}/calibration_ipw/group{g}"] = ev.calibration_in_the_large(
-          ss, y, w * args["ipw"][rows]
+          sw, y, ww
         )
       out[f"{m}/group{g}_log_loss_rows"] = by_group[g]["log_loss"]
   for g in GROUPS:
@@ -210,8 +231,14 @@ def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
   }
 
 
-def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
-  """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'."""
+def evaluate(
+  config, scores: dict, y, a, x=None, ipw=None, key=None, ipw_scores=None
+) -> dict:
+  """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'.
+
+  Calibration after 1/P(S | .) weighting: of `scores` on these rows
+  weighted by `ipw`, or of `ipw_scores` (models trained with those weights).
+  """
   y = np.asarray(y, np.int32)
   a = np.asarray(a, np.int32)
   n = y.shape[0]
@@ -219,6 +246,7 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
     ev.check_inputs(p, y, a, ipw)
   args = _bootstrap_args(config.degree, scores, y, a, x)
   args["ipw"] = None if ipw is None else jnp.asarray(ipw)
+  args["ipw_p"] = ipw_scores
   args["threshold"] = jnp.asarray(config.threshold, jnp.float32)
   if key is None:
     key = rng.stream(rng.root_key(config.seed), "bootstrap")
@@ -244,7 +272,11 @@ def evaluate(config, scores: dict, y, a, x=None, ipw=None, key=None) -> dict:
 def run_setting(config, name, key) -> dict:
   st, train, evald = draw(config, name, rng.stream(key, "data"))
   scores = models(config, st, train, evald)
-  ipw = None if st.selection == "none" else 1.0 / evald["p_s"]
+  ipw = ipw_p = None
+  if st.selection != "none" and config.selection_eval == "population":
+    ipw_p = models(config, st, train, evald, 1.0 / train["p_s"])
+  elif st.selection != "none":
+    ipw = 1.0 / evald["p_s"]
   res = evaluate(
     config,
     scores,
@@ -253,6 +285,7 @@ def run_setting(config, name, key) -> dict:
     evald["x"],
     ipw,
     key=rng.stream(key, "bootstrap"),
+    ipw_scores=ipw_p,
   )
   res["sizes"] = {
     "train": int(len(train["y"])),

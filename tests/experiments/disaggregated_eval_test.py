@@ -73,6 +73,32 @@ def test_t_of_r_weights_each_model_on_its_own_score():
   assert abs(gap["mean"]) > 0.1 and abs(t["mean"]) < 0.1 * abs(gap["mean"])
 
 
+def test_selection_on_y_population_view_is_the_shifted_bayes_model():
+  # Selection on Y alone, P(S | y) = (0.4, 0.8), doubles the odds of Y = 1:
+  # the Bayes model of the selected data is sigmoid(logit P(Y | X, A) +
+  # log 2). f(X, A) fitted on selected rows must be close to it on the
+  # (unselected) population rows, so over-predict there; fitted with 1/P(S|y)
+  # weights it must be close to P(Y | X, A) itself.
+  import jax
+
+  config = _config(n_train=20_000, n_eval=20_000)
+  name = "selection_on_y"
+  st, train, evald = ex.draw(config, name, jax.random.key(3))
+  assert 0.4 < np.mean(evald["s"]) < 0.8  # the population, not selected rows
+  assert np.all(train["s"] == 1)
+  p_y = np.asarray(evald["p_y"], np.float64)
+  shifted = 1 / (1 + (1 - p_y) / (2 * p_y))
+  fit = np.asarray(ex.models(config, st, train, evald)["xa"])
+  weighted = ex.models(config, st, train, evald, 1.0 / train["p_s"])["xa"]
+  assert np.mean(np.abs(fit - shifted)) < 0.02
+  assert np.mean(np.abs(np.asarray(weighted) - p_y)) < 0.02
+  assert np.mean(shifted - p_y) > 0.05  # the over-prediction is real
+  with config.unlocked():
+    config.selection_eval = "selected"
+  _, _, selected = ex.draw(config, name, jax.random.key(3))
+  assert np.all(selected["s"] == 1)
+
+
 def test_user_csv_is_evaluated(tmp_path):
   rng = np.random.default_rng(0)
   n = 400
