@@ -25,9 +25,20 @@ def get_config(arg=None):
   config.trajectories = 16  # N per epoch
   config.epochs = 200
   # Tabular policies: Adam on the logits with a much larger rate than the
-  # code's 1e-5 for networks, and a policy-KL trust region (spec: 0.05-0.5).
+  # code's 1e-5 for networks, and a policy-KL trust region.
   config.learning_rate = 0.1
-  config.kl_threshold = 0.1
+  # "official": the official epoch (lib.rl.trpe.official_epoch: each agent
+  # stops on its own, a step stands while any agent's KL <= delta,
+  # backtracking, Adam kept across epochs); "joint": ours (joint_epoch: the
+  # agents stop together, a step taking any agent past delta is refused,
+  # Adam afresh each epoch), which uses joint_kl_threshold.
+  config.trust_region = "official"
+  # delta as a per-state mean of KL(pi_b || pi). official: scripts/tae/
+  # room.sh's 15 on its KL, the sum over 20 x (150 + 1) states / 4 actions,
+  # is a per-state mean of 15 * 4 / (20 * 151) = 0.0199; lib compares its
+  # sum / 4 with N (H + 1) / 4 times this (16 x 61 / 4 x 0.0199 = 4.85 here).
+  config.kl_threshold = 15 * 4 / (20 * 151)
+  config.joint_kl_threshold = 0.1  # ours, spec: 0.05-0.5 (tabular)
   config.max_off_iters = 20
   # Independent runs per objective, vmapped; seed s's key is fold_in(key, s)
   # (pretraining, fine-tuning and evaluation), whatever the count.

@@ -68,15 +68,22 @@ def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
     objective=objective,
     trajectories=config.trajectories,
     horizon=config.horizon,
-    kl_threshold=config.kl_threshold,
+    kl_threshold=(
+      config.kl_threshold
+      if config.trust_region == "official"
+      else config.joint_kl_threshold
+    ),
     max_off_iters=config.max_off_iters,
     learning_rate=config.learning_rate,
+    trust_region=config.trust_region,
   )
 
 
 def pretrain(config, grid, objective: str, workdir: str):
   """TRPE on one objective, its seeds one sweep: (logits [S, n, cells, 4],
-  the number of seeds that diverged)."""
+  the number of seeds that diverged). The sweep's state is `rl.trpe.State`
+  (logits and each agent's Adam state, which "official" carries across
+  epochs and "joint" leaves untouched)."""
   tcfg = trpe_config(config, objective)
   seeds = config.seeds
 
@@ -86,14 +93,14 @@ def pretrain(config, grid, objective: str, workdir: str):
     return rl.trpe.epoch(grid, tcfg, logits, key)
 
   result = train_lib.run_sweep(
-    lambda key, setting: rl.trpe.init(grid),
+    lambda key, setting: rl.trpe.init_state(grid),
     step_one,
     train_lib.sweep_stack(seed=range(seeds)),
     workdir=workdir,
     config=train_lib.phase_config(config.train, config.epochs),
     name=f"trpe/{objective}",
   )
-  return np.asarray(result.state), int(result.diverged.sum())
+  return np.asarray(result.state.logits), int(result.diverged.sum())
 
 
 def finetune(config, grid, start_logits: dict, workdir: str):

@@ -1,7 +1,8 @@
 """Claims of "Towards Principled Unsupervised Multi-Agent RL" (TRPE, NeurIPS 2025).
 
 Ours: the spec's 12 x 12 two-room grid, 2 agents, H = 60, tabular softmax
-policies, 200 TRPE epochs of 16 trajectories per objective, 24 seeds; the
+policies, 200 TRPE epochs of 16 trajectories per objective (the official
+code's trust-region loop, `trust_region="official"`), 24 seeds; the
 downstream task is the spec's sparse team reward (both agents in the far
 room at the same step), 40 REINFORCE epochs from each pretrained policy and
 from the uniform one. 95 % t intervals over seeds, paired by seed.

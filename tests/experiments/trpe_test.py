@@ -39,6 +39,7 @@ def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
     ("horizon", 0, "horizon"),
     ("objectives", ("sum",), "config.objectives"),
     ("kl_threshold", 0.0, "kl_threshold"),
+    ("trust_region", "both", "trust_region"),
   ],
 )
 def test_config_errors(key, value, match):
@@ -47,3 +48,16 @@ def test_config_errors(key, value, match):
     config[key] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
+
+
+def test_each_trust_region_gets_its_own_delta():
+  # "official" (the default) reads kl_threshold, room.sh's delta as a
+  # per-state mean; "joint" (ours) keeps its 0.1.
+  config = config_lib.get_config("quick")
+  tcfg = ex.trpe_config(config, "mixture")
+  assert tcfg.trust_region == "official"
+  assert abs(tcfg.kl_threshold - 15 * 4 / (20 * 151)) < 1e-12
+  with config.unlocked():
+    config.trust_region = "joint"
+  tcfg = ex.trpe_config(config, "mixture")
+  assert (tcfg.trust_region, tcfg.kl_threshold) == ("joint", 0.1)

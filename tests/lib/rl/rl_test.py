@@ -105,7 +105,7 @@ def test_oracle5_kl_stays_in_the_trust_region(objective):
     max_off_iters=30,
   )
   lg = rl.trpe.init(g)
-  ep = jax.jit(lambda lg_, k: rl.trpe.epoch(g, cfg, lg_, k))
+  ep = jax.jit(lambda lg_, k: rl.trpe.joint_epoch(g, cfg, lg_, k))
   for i in range(5):
     lg, m = ep(lg, jax.random.key(i))
     assert float(m["kl"]) <= 0.05 + 1e-6
@@ -116,7 +116,7 @@ def test_mixture_pretraining_raises_the_mixture_entropy():
   g = rl.grid.two_rooms(8)
   cfg = rl.trpe.TRPEConfig(objective="mixture", trajectories=8, horizon=30)
   lg = rl.trpe.init(g)
-  ep = jax.jit(lambda lg_, k: rl.trpe.epoch(g, cfg, lg_, k))
+  ep = jax.jit(lambda lg_, k: rl.trpe.joint_epoch(g, cfg, lg_, k))
   first = None
   for i in range(40):
     lg, m = ep(lg, jax.random.key(i))
@@ -166,7 +166,7 @@ def test_trpe_epoch_with_bfloat16_logits_stays_in_the_trust_region():
   g = _grid()
   cfg = rl.trpe.TRPEConfig(trajectories=4, horizon=5, kl_threshold=0.1)
   logits_b = rl.trpe.init(g).astype(jnp.bfloat16)
-  logits, metrics = rl.trpe.epoch(g, cfg, logits_b, jax.random.key(0))
+  logits, metrics = rl.trpe.joint_epoch(g, cfg, logits_b, jax.random.key(0))
   assert logits.dtype == jnp.bfloat16
   assert int(metrics["off_iters"]) >= 1
   assert float(metrics["kl"]) <= 0.1
