@@ -16,6 +16,7 @@ import numpy as np
 import optax
 
 from lib import models
+from lib import optim as optim_lib
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
@@ -38,6 +39,10 @@ METHODS = {
 
 
 IMPLEMENTATIONS = tuple("" if i is None else i for i in ops.IMPLEMENTATIONS)
+# config.optim.schedule: the official OneCycleLR, or ours (linear warmup from 0).
+SCHEDULES = ("one_cycle", "linear_warmup")
+# config.optim.weight_decay_mask: the official groups (block linears), or all.
+DECAY_MASKS = ("linear", "all")
 
 
 def check_config(config) -> None:
@@ -57,6 +62,17 @@ def check_config(config) -> None:
   )
   train_lib.check_one_of(
     config.implementation, IMPLEMENTATIONS, "config.implementation"
+  )
+  train_lib.check_one_of(
+    config.residual_init, models.RESIDUAL_INITS, "config.residual_init"
+  )
+  train_lib.check_one_of(
+    config.optim.schedule, SCHEDULES, "config.optim.schedule"
+  )
+  train_lib.check_one_of(
+    config.optim.weight_decay_mask,
+    DECAY_MASKS,
+    "config.optim.weight_decay_mask",
   )
   seeds = config.seeds
   errors.check(
@@ -102,6 +118,7 @@ def model_config(config, method: str, model=None) -> models.LlamaConfig:
     backward=backward,
     rerotate=config.rerotate,
     implementation=config.implementation or None,
+    residual_init=config.residual_init,
   )
 
 
@@ -264,24 +281,27 @@ def paired_interval(a, b, level: float = 0.95) -> dict:
 def make_optimizer(
   config, learning_rate: float | None = None, constant: bool = False
 ) -> optax.GradientTransformation:
-  """AdamW with clipping; cosine to 10 % of the peak, or constant after warmup.
+  """AdamW with clipping, the official trainer's (IST-DASLab/Quartet src/main.py).
 
-  The constant schedule lets one run be read at several token counts D (the
-  scaling sweep); the cosine one stands for the paper's single-budget run.
-  Where this differs from the official trainer (IST-DASLab/Quartet
-  src/main.py, src/models/base.py) [ours, not yet a config mode]:
-  - schedule: the official one is torch OneCycleLR (div_factor 100,
-    final_div_factor 0.1): a cosine-shaped warmup from lr/100 (here a linear
-    one from 0), then cosine decay to lr/10 (the same end value as here);
-  - weight decay: the official param groups decay only the weights of the
-    transformer linears; the embedding, the (untied) lm_head and the RMSNorm
-    scales get weight_decay 0. `optax.adamw` here has no mask, so it decays
-    every parameter, norms and embeddings included.
+  config.optim.schedule "one_cycle" (official): torch OneCycleLR (div_factor
+  100, final_div_factor 0.1), a cosine warmup from lr/100 to lr over
+  warmup_fraction of the steps, then a cosine decay to lr/10; with
+  `constant` the lr stays at the peak after the warmup (one run read at
+  several token counts D, the scaling sweep [ours]; the official sweep runs
+  one cosine per D). "linear_warmup" [ours]: a linear warmup from 0, then the
+  same cosine to lr/10 (or constant).
+  config.optim.weight_decay_mask "linear" (official, src/models/base.py):
+  decay only the kernels of the block linears (`models.weight_decay_mask`);
+  "all" [ours]: every parameter, embedding, norms and head included.
   """
   o, steps = config.optim, config.train.num_steps
   lr = o.learning_rate if learning_rate is None else learning_rate
   warmup = max(1, int(o.warmup_fraction * steps))
-  if constant:
+  if o.schedule == "one_cycle":
+    schedule = optim_lib.one_cycle_schedule(
+      lr, max(2, steps), min(warmup, max(1, steps - 1)), decay=not constant
+    )
+  elif constant:
     schedule = optax.warmup_constant_schedule(0.0, lr, warmup)
   else:
     schedule = optax.warmup_cosine_decay_schedule(
@@ -291,7 +311,10 @@ def make_optimizer(
       decay_steps=max(2, steps),
       end_value=0.1 * lr,
     )
+  mask = models.weight_decay_mask if o.weight_decay_mask == "linear" else None
   return optax.chain(
     optax.clip_by_global_norm(o.grad_clip),
-    optax.adamw(schedule, b1=o.b1, b2=o.b2, weight_decay=o.weight_decay),
+    optax.adamw(
+      schedule, b1=o.b1, b2=o.b2, weight_decay=o.weight_decay, mask=mask
+    ),
   )

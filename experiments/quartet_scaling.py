@@ -32,7 +32,7 @@ from lib.quant import scaling_law
 
 
 def sizes(config) -> list[ml_collections.ConfigDict]:
-  """The model sizes of the sweep; mlp_hidden = 8/3 d_model up to a multiple of 32."""
+  """The model sizes of the sweep; mlp_hidden = `models.swiglu_hidden`."""
   s = config.sweep
   lengths = {len(s.d_model), len(s.n_layers), len(s.n_heads)}
   lengths.add(len(s.learning_rate))
@@ -50,7 +50,12 @@ def sizes(config) -> list[ml_collections.ConfigDict]:
       raise ConfigError(
         f"config.sweep.d_model {d} is not a multiple of 32 (the MXFP4 group)"
       )
-    hidden = -(-8 * d // (3 * 32)) * 32
+    hidden = models.swiglu_hidden(d, s.mlp_multiple_of)
+    if hidden % 32:
+      raise ConfigError(
+        f"config.sweep.mlp_multiple_of {s.mlp_multiple_of} gives mlp_hidden "
+        f"{hidden} at d_model {d}, not a multiple of 32 (the MXFP4 group)"
+      )
     out.append(
       ml_collections.ConfigDict(
         dict(

@@ -6,12 +6,15 @@ the digits MLP (SADL, NanoAdam); the 1-D CNN time-series classifier (MIX).
 
 from lib.models.cnn1d import CNN1D
 from lib.models.cnn1d import Conv1D
+from lib.models.llama import RESIDUAL_INITS
 from lib.models.llama import Llama
 from lib.models.llama import LlamaConfig
 from lib.models.llama import RMSNorm
 from lib.models.llama import next_token_loss
 from lib.models.llama import non_embedding_params
 from lib.models.llama import rotary
+from lib.models.llama import swiglu_hidden
+from lib.models.llama import weight_decay_mask
 from lib.models.mlp import MLP
 from lib.models.two_layer import boundary_crossing
 from lib.models.two_layer import init_two_layer

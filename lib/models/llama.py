@@ -5,12 +5,16 @@ projection, the fused gate+up projection and the down projection are the
 quantized linears (`QuartetDense`); the embedding, the untied LM head, the
 norms and the attention score/value products stay in high precision.
 
-Not as in that code [ours]: every weight here is initialised N(0, 0.02),
-while the official model re-initialises the two residual projections (the
-attention output and the MLP down projection, both named `c_proj` there) with
-std 0.02 / sqrt(2 n_layers); and RMSNorm's eps is 1e-6 here, 1e-5 there
-(`--rmsnorm-eps`). Its MLP width is int(8/3 d) rounded up to a multiple of
-256 (`--multiple-of`); `mlp_hidden` here is whatever the config sets.
+As in that code (IST-DASLab/Quartet src/models/llama.py, base.py):
+`residual_init="scaled"` draws the two residual projections (the attention
+output and the MLP down projection, both `c_proj` there) from
+N(0, 0.02 / sqrt(2 n_layers)) and every other weight from N(0, 0.02);
+`swiglu_hidden` is its MLP width (int(8/3 d) up to a multiple of 256,
+`--multiple-of`); `weight_decay_mask` selects what its optimizer decays (the
+kernels of the block linears only). Not as in that code [ours]: RMSNorm's eps
+is 1e-6 here, 1e-5 there (`--rmsnorm-eps`); `residual_init="normal"` (the
+default, which the non-Quartet experiments use) draws every weight from
+N(0, 0.02).
 
 References:
   Touvron et al., "Llama 2" (2023); Castro et al., "Quartet: Native FP4
@@ -28,6 +32,11 @@ import numpy as np
 from lib.core import errors
 from lib.core import losses
 from lib.quant import QuartetDense
+
+INIT_STD = 0.02
+RESIDUAL_INITS = ("normal", "scaled")
+# The projections that write into the residual stream (fused and split names).
+RESIDUAL_PROJECTIONS = ("out", "o_proj", "down", "down_proj")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +57,10 @@ class LlamaConfig:
       `down_proj`) instead of Quartet's fused `qkv`, `out`, `w12`, `down`.
       The function is the same; only the parameter tree differs (what the
       per-module tools of `lib.interp` select by name).
+    residual_init: "scaled" (Quartet's official init, GPT-2's rule: the
+      attention output and MLP down projections N(0, 0.02 / sqrt(2
+      n_layers)), so that the residual stream's variance does not grow with
+      depth) or "normal" (every weight N(0, 0.02)).
   """
 
   vocab_size: int = 256
@@ -63,14 +76,47 @@ class LlamaConfig:
   implementation: str | None = None
   split_projections: bool = False
   fmt: str = "mxfp4"
+  residual_init: str = "normal"
 
   def __post_init__(self):
     if self.linear not in ("dense", "quartet"):
       raise errors.ConfigError(f"linear={self.linear!r}: 'dense' or 'quartet'")
+    if self.residual_init not in RESIDUAL_INITS:
+      raise errors.ConfigError(
+        f"residual_init={self.residual_init!r}: one of {RESIDUAL_INITS}"
+      )
     if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
       raise errors.ConfigError(
         f"d_model={self.d_model} must split into {self.n_heads} even-sized heads"
       )
+
+
+def swiglu_hidden(d_model: int, multiple_of: int = 256) -> int:
+  """The SwiGLU width of Quartet's Llama: int(8/3 d_model) up to a multiple.
+
+  8/3 d keeps the gated MLP's parameters at those of a 4 d two-matrix MLP;
+  the official model (src/models/llama.py, `--multiple-of` 256) rounds the
+  floor of 2 * 4d / 3 up to `multiple_of`, which gives the paper's N
+  (30,482,560 for 6 layers at d 640).
+  """
+  return -(-int(2 * 4 * d_model / 3) // multiple_of) * multiple_of
+
+
+def weight_decay_mask(params) -> dict:
+  """True on the leaves that Quartet's optimizer decays: the block linears' kernels.
+
+  As the official param groups (src/models/base.py,
+  `get_parameter_group_specs`): the weights of the transformer linears
+  (qkv, out, w12, down or their split names; quantized or not) are decayed;
+  the embedding, the RMSNorm scales, any bias and the untied `lm_head` are
+  not. Pass it as `optax.adamw(..., mask=weight_decay_mask)`.
+  """
+
+  def decayed(path, _):
+    names = [getattr(k, "key", None) for k in path]
+    return names[-1] == "kernel" and "lm_head" not in names
+
+  return jax.tree_util.tree_map_with_path(decayed, params)
 
 
 def non_embedding_params(config: LlamaConfig) -> int:
@@ -105,7 +151,10 @@ class Block(nn.Module):
 
   def linear(self, features: int, name: str):
     c = self.config
-    init = nn.initializers.normal(0.02)
+    std = INIT_STD
+    if c.residual_init == "scaled" and name in RESIDUAL_PROJECTIONS:
+      std = INIT_STD / np.sqrt(2 * c.n_layers)
+    init = nn.initializers.normal(std)
     if c.linear == "dense":
       return nn.Dense(features, use_bias=False, kernel_init=init, name=name)
     return QuartetDense(
@@ -171,7 +220,7 @@ class Llama(nn.Module):
     c = self.config
     _check_tokens(tokens_BL, c.vocab_size)
     x = nn.Embed(
-      c.vocab_size, c.d_model, embedding_init=nn.initializers.normal(0.02)
+      c.vocab_size, c.d_model, embedding_init=nn.initializers.normal(INIT_STD)
     )(tokens_BL)
     for i in range(c.n_layers):
       x = Block(c, name=f"block_{i}")(x)
@@ -179,7 +228,7 @@ class Llama(nn.Module):
     return nn.Dense(
       c.vocab_size,
       use_bias=False,
-      kernel_init=nn.initializers.normal(0.02),
+      kernel_init=nn.initializers.normal(INIT_STD),
       name="lm_head",
     )(x).astype(jnp.float32)
 

@@ -5,7 +5,8 @@ optax transforms: signGD (simplicity bias), NanoAdam, SADL's sketched Adam serve
 methods (`sadl.sadl(...)` and its baselines) are `sadl.Method`s, not optax transforms: a
 client encodes its delta and the server applies the averaged message (`lib.optim.sadl`).
 The SADL and NanoAdam constructors keep their module names: `lib.optim.sadl.sadl(...)`,
-`lib.optim.nanoadam.nanoadam(...)`.
+`lib.optim.nanoadam.nanoadam(...)`. Schedules: `one_cycle_schedule` (torch's OneCycleLR, the
+Quartet trainer's).
 """
 
 from lib.optim.nanoadam import NanoAdamLeaf
@@ -53,6 +54,7 @@ from lib.optim.sadl import scale_by_sketched_adam
 from lib.optim.sadl import shard_clients
 from lib.optim.sadl import sketched_adam
 from lib.optim.sadl import sketched_sgd
+from lib.optim.schedules import one_cycle_schedule
 from lib.optim.sign import sign_gd
 from lib.optim.sketch import SKETCH_KINDS
 from lib.optim.sketch import fwht

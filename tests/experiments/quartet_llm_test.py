@@ -4,6 +4,8 @@ import json
 import math
 import os
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
@@ -13,6 +15,7 @@ from experiments import _quartet
 from experiments import quartet_llm
 from experiments.claims import quartet as quartet_claims
 from experiments.claims import report
+from lib import models
 from lib import train as train_lib
 from lib.core.errors import ConfigError
 from tests import helpers
@@ -127,3 +130,47 @@ def test_every_method_maps_to_a_model_config():
   paper = config_lib.get_config()
   c = _quartet.model_config(paper, "quartet")
   assert (c.n_layers, c.d_model, c.n_heads) == (6, 640, 5)
+
+
+def test_paper_model_has_the_official_mlp_width():
+  # int(8/3 640) = 1706 up to a multiple of 256: N as the paper's 30M model.
+  c = _quartet.model_config(config_lib.get_config(), "quartet")
+  assert c.mlp_hidden == 1792 and c.residual_init == "scaled"
+  assert models.non_embedding_params(c) == 30_482_560
+
+
+def test_optimizer_decays_only_the_block_linears_from_lr_over_100():
+  # Zero gradients: Adam's moment term is 0, so the first update is the
+  # decoupled decay alone, -lr_0 * wd * p with lr_0 = lr / 100 (OneCycleLR's
+  # first value) on the block linears' kernels and 0 everywhere else.
+  config = config_lib.get_config("quick,smoke")
+  llama = models.Llama(_quartet.model_config(config, "quartet"))
+  params = llama.init(jax.random.key(0), np.zeros((1, 8), np.int32))
+  tx = _quartet.make_optimizer(config)
+  zeros = jax.tree.map(jnp.zeros_like, params)
+  updates, _ = jax.jit(tx.update)(zeros, tx.init(params), params)
+  lr0 = config.optim.learning_rate / 100 * config.optim.weight_decay
+  flat = jax.tree_util.tree_leaves_with_path(updates)
+  for path, u in flat:
+    name = jax.tree_util.keystr(path)
+    p = params
+    for k in path:
+      p = p[k.key]
+    want = -lr0 * p if "block_" in name and "kernel" in name else 0 * p
+    np.testing.assert_allclose(u, want, rtol=1e-5, atol=0, err_msg=name)
+  assert sum("kernel" in jax.tree_util.keystr(p) for p, _ in flat) == 5
+
+
+def test_old_optimizer_is_a_config_mode():
+  # [ours] linear warmup from 0 and decay on every parameter.
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.optim.schedule = "linear_warmup"
+    config.optim.weight_decay_mask = "all"
+  params = {"w": jnp.ones(3)}
+  tx = _quartet.make_optimizer(config)
+  u, _ = tx.update({"w": jnp.zeros(3)}, tx.init(params), params)
+  np.testing.assert_array_equal(u["w"], 0.0)  # lr 0 at step 0
+  config.optim.schedule = "cosine"
+  with pytest.raises(ConfigError, match="config.optim.schedule"):
+    _quartet.check_config(config)

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from configs import quartet_scaling as config_lib
+from experiments import _quartet
 from experiments import quartet_scaling
 from experiments.claims import quartet as quartet_claims
 from experiments.claims import report
+from lib import models
 from lib.core.errors import ConfigError
 from tests import helpers
 
@@ -79,6 +81,23 @@ def test_model_sizes_follow_the_sweep():
     (8, 1024, 8),
     (10, 1280, 10),
   ]
+
+
+def test_paper_sizes_have_the_official_widths_and_warmup():
+  # The official --multiple-of 256: the paper's N (plots.ipynb) exactly.
+  config = config_lib.get_config()
+  paper = quartet_scaling.sizes(config)
+  assert [s.mlp_hidden for s in paper] == [1792, 2048, 2816, 3584]
+  n = [
+    models.non_embedding_params(_quartet.model_config(config, "bf16", s))
+    for s in paper
+  ]
+  assert n == [30_482_560, 49_556_736, 102_777_856, 203_188_480]
+  # main_setup.sh: WARMUP_STEPS = ITERATIONS / 10.
+  assert config.optim.warmup_fraction == 0.1
+  assert config.optim.schedule == "one_cycle"
+  assert config.optim.weight_decay_mask == "linear"
+  assert config.residual_init == "scaled"
 
 
 @pytest.mark.parametrize(

@@ -103,3 +103,81 @@ def test_bad_tokens_are_named():
     jax.jit(model.apply)(params, tokens + 255),
     atol=1e-6,
   )
+
+
+@pytest.mark.parametrize("linear", ["dense", "quartet"])
+@pytest.mark.parametrize("split", [False, True])
+def test_weight_decay_mask_selects_the_block_linears(linear, split):
+  c = models.LlamaConfig(
+    d_model=64,
+    n_layers=2,
+    n_heads=2,
+    mlp_hidden=96,
+    linear=linear,
+    split_projections=split,
+  )
+  params = jax.eval_shape(
+    models.Llama(c).init, jax.random.key(0), jnp.zeros((1, 8), jnp.int32)
+  )
+  mask = models.weight_decay_mask(params)
+  decayed = {
+    jax.tree_util.keystr(path)
+    for path, m in jax.tree_util.tree_leaves_with_path(mask)
+    if m
+  }
+  names = (
+    ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj")
+    + ("down_proj",)
+    if split
+    else ("qkv", "out", "w12", "down")
+  )
+  # The official groups: the weights of the block linears and nothing else
+  # (not the embedding, the RMSNorm scales or the untied lm_head).
+  assert decayed == {
+    f"['params']['block_{i}']['{n}']['kernel']" for i in range(2) for n in names
+  }
+  assert len(jax.tree.leaves(mask)) == 1 + 2 * (2 + len(names)) + 2
+
+
+def test_scaled_residual_init_std():
+  # A large layer: the down projection has 256 x 1024 = 262,144 draws, so the
+  # sample std's relative error is ~1 / sqrt(2 * 262144) = 0.14 %.
+  kw = dict(d_model=256, n_layers=8, n_heads=4, mlp_hidden=1024)
+  tokens = jnp.zeros((1, 8), jnp.int32)
+  for init, residual_std in (("scaled", 0.02 / 4.0), ("normal", 0.02)):
+    c = models.LlamaConfig(linear="dense", residual_init=init, **kw)
+    p = jax.jit(models.Llama(c).init)(jax.random.key(0), tokens)["params"]
+    for i in (0, 7):
+      b = p[f"block_{i}"]
+      # out: 65,536 draws (0.28 %), qkv 196,608 (0.16 %): 2 % is > 7 sigma.
+      for name, want in (
+        ("down", residual_std),
+        ("out", residual_std),
+        ("qkv", 0.02),
+        ("w12", 0.02),
+      ):
+        got = float(np.std(np.asarray(b[name]["kernel"], np.float64)))
+        assert got == pytest.approx(want, rel=0.02), (init, i, name)
+    assert float(np.std(p["lm_head"]["kernel"])) == pytest.approx(
+      0.02, rel=0.02
+    )
+  with pytest.raises(errors.ConfigError, match="residual_init"):
+    models.LlamaConfig(residual_init="gpt2")
+
+
+def test_swiglu_hidden_gives_the_paper_param_counts():
+  # Quartet's four sizes (main_setup.sh) and their N (plots.ipynb).
+  paper = {
+    (6, 640, 5): (1792, 30_482_560),
+    (7, 768, 6): (2048, 49_556_736),
+    (8, 1024, 8): (2816, 102_777_856),
+    (10, 1280, 10): (3584, 203_188_480),
+  }
+  for (layers, d, heads), (hidden, n) in paper.items():
+    assert models.swiglu_hidden(d) == hidden
+    c = models.LlamaConfig(
+      d_model=d, n_layers=layers, n_heads=heads, mlp_hidden=hidden
+    )
+    assert models.non_embedding_params(c) == n
+  # int(8/3 d) up to a multiple: 85 -> 96, 170 -> 192, 341 -> 352 by 32.
+  assert [models.swiglu_hidden(d, 32) for d in (32, 64, 128)] == [96, 192, 352]
