@@ -31,7 +31,13 @@ def get_config(arg=None):
   # data/dataset_1D.py) keeps only the half of the trajectories with the
   # smallest H variation, in the validation split too; we keep them all
   # (ETDRK4 conserves H to ~1e-9), so our sets also hold the ones that
-  # filter drops (by the code's comment, where steep fronts cost H).
+  # filter drops (by the code's comment, where steep fronts cost H). Not
+  # reproduced because it cannot be: the loader keeps the first half of
+  # H_list[split], a pickled list of (index, H_variance) tuples read from
+  # H_path, but the code that builds and orders that list (which H, which
+  # variation measure, sorted how) is not in the released repository
+  # (every commit checked); with our ETDRK4 data such a filter would also
+  # select on solver round-off, not on the Radau solver's H loss.
   config.pde = dict(
     n_x=256,
     length=100.0,
