@@ -120,8 +120,18 @@ def hns_pde_defaults(config) -> None:
   increment u_{t+1} - u_t with the relative L2 of the increment (ours); the
   official "normal" mode predicts u_{t+1} itself, with the relative L2 of
   u_{t+1}.
+
+  corr_time: "official" (default): the authors' correlation time
+  (modules/train_module.py `rollout`): the Pearson correlation averaged over
+  a validation batch of corr_batch = 32 trajectories (all when fewer), its
+  first step below 0.8 (nt - 1 if never; a NaN step never counts), averaged
+  over batches; "per_trajectory" (ours): each trajectory's first step below
+  0.8 (T if never; a non-finite step counts as below), averaged over
+  trajectories. See `lib.pde.solver.rollout_metrics`.
   """
   config.baselines = ("derivative_cnn", "next_step_cnn")
+  config.corr_time = "official"
+  config.corr_batch = 32
   config.cnn = dict(
     channels=(32, 32, 32, 32), kernel_size=5, derivative_stencil=""
   )

@@ -19,7 +19,11 @@ How a comparison is made honest (issue 14):
 - The interval is a paired Student-t interval over units: seeds when there are
   two or more (each seed's model pair evaluated on the same validation set),
   else the validation trajectories of the one seed (initial-condition noise
-  only; the claim's note says so).
+  only; the claim's note says so), or its validation batches for the official
+  correlation time (`config.corr_time="official"`, one value per batch of
+  `config.corr_batch`; see `lib.pde.comparison`).
+- The official correlation time lets a diverged batch look correlated (a NaN
+  step never counts as below 0.8): every model reports num_diverged beside it.
 
 References:
   Zhou & Barati Farimani. Hamiltonian Neural PDE Solvers. NeurIPS 2025.
@@ -39,6 +43,7 @@ from lib.core import tree as tree_lib
 from lib.pde import comparison
 from lib.pde import derivatives
 from lib.pde import hns as hns_lib
+from lib.pde import metrics as pde_metrics
 from lib.pde import solver
 
 BASELINES = ("derivative_cnn", "next_step_cnn")
@@ -86,6 +91,16 @@ def check_pde_config(config, pde_name: str) -> None:
     f"config.hns.proj_dim={config.hns.proj_dim} must be even",
   )
   check_seeds(config.num_seeds)
+  train_lib.check_one_of(
+    config.corr_time, pde_metrics.CORRELATION_TIMES, "config.corr_time"
+  )
+  errors.check(
+    isinstance(config.corr_batch, int)
+    and not isinstance(config.corr_batch, bool)
+    and config.corr_batch >= 1,
+    errors.ConfigError,
+    f"config.corr_batch={config.corr_batch!r} must be an integer >= 1",
+  )
   errors.check(
     config.pde.num_val >= 2,
     errors.ConfigError,
@@ -226,7 +241,13 @@ def rollout_metrics_fn(config, grid):
   every model kind and seed (eagerly, each of its ~100 ops compiles alone)."""
   return jax.jit(
     lambda pred, true: solver.rollout_metrics(
-      config.pde_name, pred, true, grid, stencil=config.h_stencil
+      config.pde_name,
+      pred,
+      true,
+      grid,
+      stencil=config.h_stencil,
+      corr_time=config.corr_time,
+      corr_batch=config.corr_batch,
     )
   )
 

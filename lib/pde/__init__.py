@@ -45,6 +45,7 @@ from lib.pde.integrators import next_step_rollout
 from lib.pde.integrators import richardson_dudt
 from lib.pde.integrators import rk4_rollout
 from lib.pde.integrators import rk4_step
+from lib.pde.metrics import batch_correlation_time
 from lib.pde.metrics import correlation_time
 from lib.pde.metrics import hamiltonian_error
 from lib.pde.metrics import pearson_correlation
@@ -63,6 +64,7 @@ __all__ = [
   "SineParams",
   "ab2_rollout",
   "advection_trajectories",
+  "batch_correlation_time",
   "canonical_j",
   "central_dx",
   "central_dxx",

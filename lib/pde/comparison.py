@@ -2,9 +2,20 @@
 
 Zhou & Barati Farimani, "Hamiltonian Neural PDE Solvers" (NeurIPS 2025),
 Tables 2/4/5: each model trains several seeds; a claim compares HNS with the
-strongest baseline, divergence counted, paired over seeds (or over the
-validation trajectories when there is one seed). The metric dicts are those of
-`lib.pde.solver.rollout_metrics`, on the host.
+strongest baseline, divergence counted, paired over seeds (or, when there is
+one seed, over its validation trajectories, or over its validation batches
+for the official correlation time, whose value is one per batch). The metric
+dicts are those of `lib.pde.solver.rollout_metrics`, on the host.
+
+The unit of the official correlation time is (seed, batch): both models of a
+pair are rolled out on the same validation batch with the same seed index.
+With two or more seeds the interval is over seeds, of the per-seed
+(batch-size weighted) mean of the per-batch differences: the batches of one
+seed share its trained models, so they are not independent draws of the
+seed noise, and counting them as such would narrow the interval. With one
+seed it is over that seed's batches (initial-condition noise only); with one
+seed and one batch (fewer than `corr_batch` validation trajectories) there is
+one unit and no interval.
 """
 
 import numpy as np
@@ -23,6 +34,7 @@ SCALARS = (
   "hamiltonian_error",
   "hamiltonian_error_finite",
   "finite_fraction",
+  "num_diverged",
 )
 
 
@@ -32,7 +44,9 @@ def summarize(per_seed):
   `<metric>` is the mean over seeds (inf as soon as one seed has a diverged
   trajectory for the error metrics), `<metric>_seeds` the per-seed values and
   `<metric>_lo/_hi` the Student-t interval of the mean over units (seeds when
-  there are two or more, else the trajectories of the one seed).
+  there are two or more, else the trajectories, or for the official
+  correlation time the batches, of the one seed; `units`). `num_diverged`
+  is the total over seeds of diverged trajectories.
   """
   out = {}
   for k in SCALARS:
@@ -43,15 +57,27 @@ def summarize(per_seed):
     _, out[f"{k}_lo"], out[f"{k}_hi"] = stats.mean_interval(units(per_seed, k))
   diverged_at = [float(m["diverged_at"]) for m in per_seed]
   out["diverged_at_seeds"] = diverged_at
+  out["num_diverged"] = int(np.sum(out["num_diverged_seeds"]))
   out["diverged"] = bool(out["finite_fraction"] < 1.0)
   return out
 
 
 def units(per_seed, metric):
-  """Per-unit values of `metric`: one per seed, or per trajectory of one seed."""
+  """Per-unit values of `metric`: one per seed, or, with one seed, one per
+  validation batch where the metric has them (`batch_<metric>`: the official
+  correlation time), else one per trajectory."""
   if len(per_seed) >= 2:
     return np.asarray([float(m[metric]) for m in per_seed])
-  return np.asarray(per_seed[0][f"traj_{metric}"], dtype=np.float64)
+  one = per_seed[0]
+  key = f"batch_{metric}" if f"batch_{metric}" in one else f"traj_{metric}"
+  return np.asarray(one[key], dtype=np.float64)
+
+
+def unit_name(per_seed, metric):
+  """What one unit of `units` is: "seeds", "batches" or "trajectories"."""
+  if len(per_seed) >= 2:
+    return "seeds"
+  return "batches" if f"batch_{metric}" in per_seed[0] else "trajectories"
 
 
 def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
@@ -70,9 +96,10 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
   Returns:
     {"comparator": kind, "comparator_name", "comparator_value" (mean over
     seeds), "comparator_finite_fraction", "comparator_diverged",
-    "hns_value", "point", "lo", "hi", "units" ("seeds"/"trajectories"),
-    "num_units", "per_unit" (the per-unit statistic), "baselines": {kind:
-    {metric, finite_fraction}}}.
+    "hns_value", "point", "lo", "hi", "units" ("seeds", "batches" or
+    "trajectories": `unit_name`), "num_units", "per_unit" (the per-unit
+    statistic), "num_diverged" {kind: diverged trajectories over seeds},
+    "baselines": {kind: {metric, finite_fraction}}}.
   """
 
   def score(kind):
@@ -107,11 +134,17 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
     "point": float(point),
     "lo": float(lo),
     "hi": float(hi),
-    "units": "seeds" if len(per_seed["hns"]) >= 2 else "trajectories",
+    "units": unit_name(per_seed["hns"], metric),
     "num_units": int(stat.size),
     # The per-unit statistic behind the interval (the ratio itself when
     # `ratio`): the reproduce report's seeds-needed column reads it.
     "per_unit": (np.exp(stat) if ratio else stat).tolist(),
+    # Diverged trajectories over all seeds, per model: the official
+    # correlation time can hide them (a diverged batch looks correlated).
+    "num_diverged": {
+      k: int(sum(int(m["num_diverged"]) for m in per_seed[k]))
+      for k in ("hns", *baselines)
+    },
     "baselines": {
       k: {
         metric: float(np.mean([float(m[metric]) for m in per_seed[k]])),

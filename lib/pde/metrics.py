@@ -48,6 +48,12 @@ def pearson_correlation(pred, true, axis=-1, eps=1e-12):
   return num / (den + eps)
 
 
+# How a run's correlation time is computed (`solver.rollout_metrics`):
+# "official" thresholds the batch-mean correlation, one time per validation
+# batch (the authors' code); "per_trajectory" one time per trajectory (ours).
+CORRELATION_TIMES = ("official", "per_trajectory")
+
+
 def correlation_time(pred, true, threshold=0.8):
   """First step whose Pearson correlation drops below `threshold`.
 
@@ -58,8 +64,9 @@ def correlation_time(pred, true, threshold=0.8):
   Returns:
     [...] steps (T when the correlation never drops: one more than the
     last step index T - 1, where the official code gives nt - 1). Per
-    trajectory: the official code thresholds the batch-mean correlation
-    instead (see `solver.rollout_metrics`). A non-finite step counts as
+    trajectory (the "per_trajectory" mode, ours): the official code
+    thresholds the batch-mean correlation instead
+    (`batch_correlation_time`). A non-finite step counts as
     decorrelated, so a rollout that blows up has a correlation time no later
     than the step it blew up at: divergence is counted, never dropped.
   """
@@ -68,6 +75,51 @@ def correlation_time(pred, true, threshold=0.8):
   below = ~(corr >= threshold)  # NaN (blown-up rollout) counts as below
   first = jnp.argmax(below, axis=-1)
   return jnp.where(jnp.any(below, axis=-1), first, num_steps)
+
+
+def batch_sizes(num, batch_size):
+  """Sizes of the consecutive batches that `batch_correlation_time` forms."""
+  return [min(batch_size, num - start) for start in range(0, num, batch_size)]
+
+
+def batch_correlation_time(pred, true, threshold=0.8, *, batch_size=32):
+  """The official correlation time: one per batch of trajectories.
+
+  The authors' code (modules/train_module.py `rollout`, with
+  `PearsonCorrelationScore(reduce_batch=True)`) rolls out a validation batch,
+  averages the Pearson correlation over the batch at every step, and returns
+  the first step t >= 1 where that batch mean is below `threshold`, or
+  T - 1 (its nt - 1, the last step) when it never is. A NaN correlation never
+  compares below, and the rollout loop stops at the first step whose
+  prediction is NaN: no step from there on counts. So a batch with a diverged
+  trajectory looks correlated from the step it diverged at (its mean is NaN)
+  and, unless it dropped earlier, scores the full T - 1: the official rule
+  lets a diverged batch look correlated. Count divergence apart
+  (`solver.rollout_metrics`' num_diverged); `correlation_time` above counts
+  it as decorrelation instead.
+
+  Args:
+    pred, true: [B, T, n] trajectories, step 0 the shared initial condition.
+    threshold: the paper uses 0.8.
+    batch_size: trajectories per batch (the official validation loader: 32,
+      unshuffled); consecutive batches, the last one smaller when B is not a
+      multiple (all B in one batch when B <= batch_size).
+
+  Returns:
+    [ceil(B / batch_size)] steps, one per batch (int32).
+  """
+  corr = pearson_correlation(pred, true)  # [B, T]
+  num_steps = corr.shape[-1]
+  steps = jnp.arange(num_steps)
+  times = []
+  for start in range(0, corr.shape[0], batch_size):
+    batch = slice(start, start + batch_size)
+    mean = jnp.mean(corr[batch], axis=0)  # [T]
+    nonfinite = jnp.any(~jnp.isfinite(pred[batch]), axis=(0, -1))  # [T]
+    counts = (steps >= 1) & (jnp.cumsum(nonfinite) == 0)
+    below = counts & (mean < threshold)  # NaN compares False
+    times.append(jnp.where(jnp.any(below), jnp.argmax(below), num_steps - 1))
+  return jnp.stack(times).astype(jnp.int32)
 
 
 def hamiltonian_error_steps(h_true, h_pred, eps=1e-12):

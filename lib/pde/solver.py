@@ -220,27 +220,47 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
   )
 
 
-def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
+def rollout_metrics(
+  pde,
+  pred,
+  true,
+  grid,
+  *,
+  stencil,
+  threshold=0.8,
+  corr_time="official",
+  corr_batch=32,
+):
   """Rollout relative L2, correlation time, H error, with divergence counted.
 
   A trajectory *diverged* when its rollout, or an error computed from it,
   is not finite at some step (a float32 overflow of the error counts too).
-  Divergence is counted, never dropped:
+  Divergence is counted, never dropped, except where the official
+  correlation time drops it (then num_diverged says how many):
 
-  - correlation_time: first step whose Pearson correlation with the truth is
-    below `threshold`, a non-finite step counting as below, so a diverged
-    trajectory's correlation time is at most the step it diverged at; the
-    mean over all trajectories (ours). The official code
-    (modules/train_module.py `rollout`) averages the Pearson correlation
-    over a validation batch of 32 first, takes the first step where that
-    batch mean drops below 0.8 (nt - 1 if never), one time per batch, then
-    averages over batches; a NaN step there never counts as below.
+  - correlation_time, `corr_time="official"` (the default; the paper's
+    numbers): as the official code (modules/train_module.py `rollout`,
+    `PearsonCorrelationScore(reduce_batch=True)`): the Pearson correlation
+    averaged over a batch of `corr_batch` validation trajectories first (all
+    of them when fewer), the first step where that batch mean drops below
+    `threshold` (T - 1, the official nt - 1, if never), one time per batch
+    (`batch_correlation_time` [K]), then the mean over batches weighted by
+    batch size (Lightning's epoch mean of the logged per-batch value; equal
+    batches: the plain mean). A NaN step never counts as below there, so a
+    diverged batch can look correlated to the end: read it next to
+    num_diverged.
+  - correlation_time, `corr_time="per_trajectory"` (ours): each
+    trajectory's first step below `threshold`, a non-finite step counting as
+    below (so a diverged trajectory's time is at most the step it diverged
+    at; T if it never drops), the mean over trajectories.
+  - traj_correlation_time: the per-trajectory times in either mode.
   - rollout_error, hamiltonian_error: the mean over all trajectories, a
     diverged trajectory's error being +inf (one diverged trajectory makes the
     mean inf, as the paper's "nan" for FNO on KdV, Table 4).
   - *_finite: the mean over the non-diverged trajectories only (inf when
     none), for reading next to finite_fraction; never a claim's number.
   - finite_fraction: fraction of trajectories that did not diverge;
+    num_diverged: how many did;
     diverged_at: mean over the diverged ones of the first step whose field,
     relative L2 or H error is not finite (NaN when none diverged).
 
@@ -250,13 +270,22 @@ def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
     grid: the grid.
     stencil: derivative stencil for H (KdV's u_x).
     threshold: correlation threshold (0.8 in the paper).
+    corr_time: "official" or "per_trajectory" (`metrics.CORRELATION_TIMES`).
+    corr_batch: trajectories per batch of the official correlation time.
 
   Returns:
     dict of scalars, per-trajectory [B] arrays under "traj_*" keys
     (traj_rollout_error, traj_hamiltonian_error with inf where diverged,
-    traj_correlation_time, traj_finite) and the batch-mean H traces [T]
-    (true; predicted over the non-diverged trajectories) for plots.
+    traj_correlation_time, traj_finite), in the official mode the [K]
+    per-batch times under "batch_correlation_time", and the batch-mean H
+    traces [T] (true; predicted over the non-diverged trajectories) for
+    plots.
   """
+  errors.check(
+    corr_time in metrics.CORRELATION_TIMES,
+    errors.ConfigError,
+    f"corr_time={corr_time!r}; choose from {list(metrics.CORRELATION_TIMES)}",
+  )
   h_true = hamiltonians.hamiltonian(pde, true, grid, stencil=stencil)
   h_pred = hamiltonians.hamiltonian(pde, pred, grid, stencil=stencil)
   rel_t = metrics.relative_l2(pred, true)  # [B, T]
@@ -293,14 +322,26 @@ def rollout_metrics(pde, pred, true, grid, *, stencil, threshold=0.8):
     jnp.nan,
   )
   corr = metrics.correlation_time(pred, true, threshold).astype(jnp.float32)
+  by_batch = {}
+  if corr_time == "official":
+    times = metrics.batch_correlation_time(
+      pred, true, threshold, batch_size=corr_batch
+    ).astype(jnp.float32)
+    sizes = jnp.asarray(metrics.batch_sizes(pred.shape[0], corr_batch))
+    by_batch["batch_correlation_time"] = times
+    mean_corr = jnp.sum(times * sizes) / jnp.sum(sizes)
+  else:
+    mean_corr = jnp.mean(corr)
   h_pred_safe = jnp.where(finite[:, None], h_pred, 0.0)
   return {
     "rollout_error": jnp.mean(counted(rel)),
     "rollout_error_finite": finite_mean(rel),
-    "correlation_time": jnp.mean(corr),
+    "correlation_time": mean_corr,
+    **by_batch,
     "hamiltonian_error": jnp.mean(counted(h_err)),
     "hamiltonian_error_finite": finite_mean(h_err),
     "finite_fraction": jnp.mean(finite.astype(jnp.float32)),
+    "num_diverged": num_diverged,
     "diverged_at": diverged_at.astype(jnp.float32),
     "traj_rollout_error": counted(rel),
     "traj_hamiltonian_error": counted(h_err),

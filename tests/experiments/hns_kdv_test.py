@@ -12,18 +12,68 @@ from lib.pde import comparison
 from tests import helpers
 
 
-def _seed(corr, h_err, finite):
-  """One seed's rollout metrics, per trajectory, as rollout_metrics returns."""
+def _seed(corr, h_err, finite, batch_corr=None):
+  """One seed's rollout metrics, per trajectory, as rollout_metrics returns
+  (per_trajectory mode; official with `batch_corr`, the per-batch times)."""
   corr, h_err = np.asarray(corr, float), np.asarray(h_err, float)
   finite = np.asarray(finite)
   h_err = np.where(finite, h_err, np.inf)
-  return {
+  m = {
     "correlation_time": corr.mean(),
     "hamiltonian_error": h_err.mean(),
     "finite_fraction": finite.mean(),
+    "num_diverged": int(np.sum(~finite)),
     "traj_correlation_time": corr,
     "traj_hamiltonian_error": h_err,
   }
+  if batch_corr is not None:
+    m["batch_correlation_time"] = np.asarray(batch_corr, float)
+    m["correlation_time"] = float(np.mean(batch_corr))
+  return m
+
+
+def test_official_correlation_time_pairs_seed_batches():
+  ok = [True] * 4
+  # Per-trajectory times that would favour the baseline; the batch times
+  # (two batches of two) are what the official comparison reads.
+  per_seed = {
+    "hns": [
+      _seed([1, 1, 1, 1], [1] * 4, ok, [20, 30]),
+      _seed([1, 1, 1, 1], [1] * 4, [True, True, True, False], [24, 40]),
+    ],
+    "derivative_cnn": [
+      _seed([9, 9, 9, 9], [1] * 4, ok, [10, 14]),
+      _seed([9, 9, 9, 9], [1] * 4, ok, [12, 20]),
+    ],
+  }
+  baselines = ("derivative_cnn",)
+  one = {k: v[:1] for k, v in per_seed.items()}
+  c1 = comparison.compare(
+    one, "correlation_time", baselines, higher_is_better=True, ratio=False
+  )
+  # One seed: paired over its batches, (20 - 10, 30 - 14) = (10, 16).
+  assert c1["units"] == "batches" and c1["num_units"] == 2
+  np.testing.assert_allclose(c1["per_unit"], [10.0, 16.0])
+  half = 12.706204736174696 * np.std([10, 16], ddof=1) / np.sqrt(2)
+  np.testing.assert_allclose(
+    [c1["point"], c1["lo"], c1["hi"]], [13.0, 13.0 - half, 13.0 + half]
+  )
+  # Two seeds: the per-seed batch means paired by seed, (25 - 12, 32 - 16).
+  c2 = comparison.compare(
+    per_seed, "correlation_time", baselines, higher_is_better=True, ratio=False
+  )
+  assert c2["units"] == "seeds" and c2["num_units"] == 2
+  np.testing.assert_allclose(c2["per_unit"], [13.0, 16.0])
+  # Divergence is reported beside the official time, which can hide it.
+  assert c2["num_diverged"] == {"hns": 1, "derivative_cnn": 0}
+  # One seed, one batch (fewer trajectories than corr_batch): one unit and
+  # no interval.
+  single = {k: [_seed([1, 1], [1, 1], [True, True], [7])] for k in per_seed}
+  c0 = comparison.compare(
+    single, "correlation_time", baselines, higher_is_better=True, ratio=False
+  )
+  assert c0["num_units"] == 1 and c0["point"] == 0.0
+  assert np.isnan(c0["lo"]) and np.isnan(c0["hi"])
 
 
 def test_compare_counts_divergence_and_pairs_units():
@@ -92,19 +142,22 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
   config = config_lib.get_config("smoke")
   with config.unlocked():  # two kinds keep it short; compare() is tested above
     config.baselines = ("next_step_cnn",)
+    config.corr_batch = 4  # two official batches of the 8 trajectories
   r = hns_kdv.run(config, str(tmp_path))
   steps = config.pde.rollout_steps
   corr = r["corr_time_vs_best"]
   times = {b: r[b]["correlation_time"] for b in config.baselines}
   assert corr["comparator"] == max(times, key=times.get)
-  assert 0 <= r["hns_corr_time"] <= steps + 1
+  # The official time: at most the last step index (nt - 1 = steps).
+  assert 1 <= r["hns_corr_time"] <= steps
   np.testing.assert_allclose(
     r["corr_time_gap"], r["hns_corr_time"] - corr["comparator_value"]
   )
-  # One seed: the interval is over the validation trajectories.
-  assert corr["units"] == "trajectories"
-  assert corr["num_units"] == config.pde.num_val
+  # One seed: the interval is over the official batches.
+  assert corr["units"] == "batches"
+  assert corr["num_units"] == config.pde.num_val // config.corr_batch
   assert corr["lo"] <= corr["point"] <= corr["hi"]
+  assert set(corr["num_diverged"]) == {"hns", "next_step_cnn"}
   assert 0.0 <= r["hns"]["finite_fraction"] <= 1.0
   for fig in r["figures"]:
     assert os.path.exists(tmp_path / fig)
@@ -117,6 +170,12 @@ def test_bad_config_fails_before_any_data(tmp_path):
     config.cnn.derivative_stencil = "fourier"
   with pytest.raises(errors.ConfigError, match="config.cnn.derivative_stencil"):
     hns_kdv.run(config, str(tmp_path))
+  for key, value in (("corr_time", "per_batch"), ("corr_batch", 0)):
+    config = config_lib.get_config("smoke")
+    with config.unlocked():
+      config[key] = value
+    with pytest.raises(errors.ConfigError, match=f"config.{key}"):
+      hns_kdv.run(config, str(tmp_path / key))
 
 
 def test_data_are_kdv_trajectories():

@@ -159,6 +159,51 @@ def test_metrics_oracles():
   )
 
 
+def _with_correlations(corr_BT, n=32):
+  """Trajectories [B, T, n] whose Pearson correlation with `true` (the same
+  sine at every step) is exactly corr_BT: c sin + sqrt(1 - c^2) cos, cos
+  being orthogonal to sin and both zero-mean on a full-period grid."""
+  x = jnp.linspace(0.0, 2 * np.pi, n, endpoint=False)
+  c = jnp.asarray(corr_BT, jnp.float32)[..., None]
+  pred = c * jnp.sin(x) + jnp.sqrt(1.0 - c**2) * jnp.cos(x)
+  return pred, jnp.broadcast_to(jnp.sin(x), pred.shape)
+
+
+def test_official_correlation_time_thresholds_the_batch_mean():
+  k = np.arange(12)  # T = 12 steps, 0..11
+  a = 1.0 - 0.09 * k  # 0.82 at step 2, 0.73 at step 3: crosses at 3
+  b = np.where(k < 9, 0.95, 0.3)  # crosses at 9
+  pred, true = _with_correlations(np.stack([a, b]))
+  np.testing.assert_allclose(
+    pde_metrics.pearson_correlation(pred, true), np.stack([a, b]), atol=1e-5
+  )
+  np.testing.assert_array_equal(pde.correlation_time(pred, true), [3, 9])
+  # Batch mean (1.95 - 0.09 k) / 2 < 0.8 iff k > 3.89: step 4 (mean 0.795),
+  # not the mean of the trajectories' times (6).
+  batch_time = jax.jit(
+    pde_metrics.batch_correlation_time, static_argnames="batch_size"
+  )
+  np.testing.assert_array_equal(batch_time(pred, true, batch_size=32), [4])
+  np.testing.assert_array_equal(batch_time(pred, true, batch_size=2), [4])
+  np.testing.assert_array_equal(batch_time(pred, true, batch_size=1), [3, 9])
+  # Never drops: the official nt - 1 = T - 1 (per trajectory: T).
+  np.testing.assert_array_equal(batch_time(true, true), [11])
+  np.testing.assert_array_equal(pde.correlation_time(true, true), [12, 12])
+  # A NaN step never counts as below and ends the official rollout: with a
+  # trajectory NaN from step 2, b's batch never drops (11), while per
+  # trajectory the NaN one decorrelates at 2.
+  nan_from_2 = true[0].at[2:].set(jnp.nan)
+  diverged = jnp.stack([pred[1], nan_from_2])
+  np.testing.assert_array_equal(batch_time(diverged, true), [11])
+  np.testing.assert_array_equal(pde.correlation_time(diverged, true), [9, 2])
+  # A drop before the NaN still counts: mean (2 - 0.09 k) / 2 < 0.8 iff
+  # k > 4.44, i.e. step 5, before the NaN at step 7.
+  early = jnp.stack([pred[0], true[0].at[7:].set(jnp.nan)])
+  np.testing.assert_array_equal(batch_time(early, true), [5])
+  assert pde_metrics.batch_sizes(5, 2) == [2, 2, 1]
+  assert pde_metrics.batch_sizes(16, 32) == [16]
+
+
 def test_metric_gradients_are_finite_where_the_norm_is_zero():
   # ||pred - true|| has the unit ball as subdifferential at pred == true;
   # the metric takes its minimum-norm element 0 (sqrt' at 0 times 0 was NaN).
@@ -197,9 +242,13 @@ def test_rollout_metrics_count_divergence():
     .set(jnp.nan)
   )
   metrics = jax.jit(
-    lambda p, t: solver.rollout_metrics("advection", p, t, g, stencil="central")
+    lambda p, t: solver.rollout_metrics(
+      "advection", p, t, g, stencil="central", corr_time="per_trajectory"
+    )
   )
   m = metrics(pred, true)
+  assert int(m["num_diverged"]) == 2
+  assert "batch_correlation_time" not in m
   np.testing.assert_allclose(m["finite_fraction"], 1 / 3, rtol=1e-6)
   np.testing.assert_array_equal(m["traj_finite"], [True, False, False])
   # Divergence is counted: the error means are inf; the finite-only means
@@ -214,6 +263,28 @@ def test_rollout_metrics_count_divergence():
   np.testing.assert_array_equal(m["traj_correlation_time"], [5, 3, 2])
   np.testing.assert_allclose(m["correlation_time"], 10 / 3, rtol=1e-6)
   np.testing.assert_allclose(m["diverged_at"], 2.5)
+  # The official correlation time (the default): the batch mean is NaN from
+  # step 2 (trajectory 2), which never counts, so the one batch of 3 scores
+  # T - 1 = 4 although two of its trajectories diverged (num_diverged 2).
+  official = jax.jit(
+    lambda p, t, batch: solver.rollout_metrics(
+      "advection", p, t, g, stencil="central", corr_batch=batch
+    ),
+    static_argnums=2,
+  )
+  m = official(pred, true, 32)
+  np.testing.assert_array_equal(m["batch_correlation_time"], [4])
+  assert float(m["correlation_time"]) == 4.0 and int(m["num_diverged"]) == 2
+  # Batches of 2: [0, 1] drops at step 3 (mean of 1 and 0: the overflowing
+  # field has correlation 0), [2] never counts (NaN): (2 x 3 + 1 x 4) / 3.
+  m = official(pred, true, 2)
+  np.testing.assert_array_equal(m["batch_correlation_time"], [3, 4])
+  np.testing.assert_allclose(m["correlation_time"], 10 / 3, rtol=1e-6)
+  np.testing.assert_array_equal(m["traj_correlation_time"], [5, 3, 2])
+  with pytest.raises(errors.ConfigError, match="corr_time"):
+    solver.rollout_metrics(
+      "advection", pred, true, g, stencil="central", corr_time="per_batch"
+    )
   # Without divergence both means agree and diverged_at is NaN.
   m = metrics(pred[:1], true[:1])
   assert float(m["finite_fraction"]) == 1.0 and np.isnan(m["diverged_at"])
