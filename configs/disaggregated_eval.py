@@ -44,6 +44,10 @@ def get_config(arg=None):
   config.resamples = 1000  # percentile bootstrap (evaluate.py default)
   config.level = 0.95
   config.degree = 3  # polynomial features of f(X), P(A | X), P(A | R)
+  # P(A | R) is cross-fitted on the evaluation rows in `folds` blocks (the
+  # official cross_val_predict's default 5); P(A | X), P(A | Y) are fitted on
+  # the training rows (official; a user's CSV: in sample).
+  config.folds = 5
   config.threshold = 0.5  # recall / specificity / precision / net benefit
   # "Practically zero" for the T_a(V) and calibration claims: the whole
   # interval must lie within +-margin (an equivalence check, not "covers 0").

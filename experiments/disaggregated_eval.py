@@ -18,14 +18,14 @@ held-out evaluation set:
 - calibration-in-the-large per group, unweighted and with 1/P(S | .) weights
   (selection settings: models trained with them, `selection_eval`);
 - 95 % percentile-bootstrap intervals over evaluation rows (P(A | V) fitted
-  once on the full evaluation set, not refitted per resample [ours]).
+  once, not refitted per resample [ours]): P(A | X) and P(A | Y) on the
+  training rows, P(A | R) cross-fitted on the evaluation rows (`folds`), as
+  the official notebooks.
 
 Where the official notebooks (causal_evaluation/colab/simulation_fit_models,
 simulation_selection) do otherwise [ours, not yet config modes]:
-- P(A | X) and P(A | Y) are fitted there on the training draws and applied
-  to the evaluation rows, and P(A | R) out of sample on the evaluation rows
-  (cross_val_predict with an inner grid search); here all three are fitted
-  in sample on the evaluation rows.
+- P(A | R)'s cross_val_predict there runs an inner grid search over the
+  model's hyperparameters; here the polynomial logistic model is fixed.
 - Selection settings (`config.selection_eval`): "population" follows the
   official notebook (models fitted on selected training rows, scored on the
   population); its 1/P(S | .) view (the same models trained with those
@@ -66,6 +66,7 @@ def check_config(config) -> None:
   for key in ("n_train", "n_eval"):
     _checks.integer(config[key], f"config.{key}", minimum=100)
   _checks.integer(config.resamples, "config.resamples", minimum=2)
+  _checks.integer(config.folds, "config.folds", minimum=2)
   _checks.one_of(
     config.selection_eval, ("population", "selected"), "config.selection_eval"
   )
@@ -205,20 +206,27 @@ def _statistic(counts, args) -> dict:
   return out
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
-  """P(A = 1 | V) fitted once on all evaluation rows; each score's order.
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _bootstrap_args(
+  degree: int, folds: int, scores: dict, y, a, x, fit
+) -> dict:
+  """P(A = 1 | V), fitted once (not per resample); each score's order.
 
-  V = R is each model's own score, R = logit f (as the official
-  evaluate.py): T(R) of f(X) weights on f(X)'s score, of f(X, A) on its.
+  As the official notebooks: P(A | X) and P(A | Y) are fitted on the
+  training rows `fit` (dict x, y, a; None: in sample on these rows), and
+  P(A | R) out of sample on these rows (`folds`-fold cross-fitting, the
+  official cross_val_predict), with R each model's own score, R = logit f
+  (evaluate.py): T(R) of f(X) weights on f(X)'s score, of f(X, A) on its.
   """
-  p_a = {"Y": ev.group_probability(y, a, "binary")}
+  own = lambda v: None if fit is None else (fit[v], fit["a"])
+  p_a = {"Y": ev.group_probability(y, a, "binary", fit=own("y"))}
   if x is not None:
-    p_a["X"] = ev.group_probability(x, a, "poly", degree)
+    p_a["X"] = ev.group_probability(x, a, "poly", degree, fit=own("x"))
   p_r = {}
   for m, s in scores.items():
-    r = jnp.clip(s, 1e-7, 1 - 1e-7)
-    p_r[m] = ev.group_probability(jnp.log(r) - jnp.log1p(-r), a, "poly", degree)
+    s = jnp.clip(s, 1e-7, 1 - 1e-7)
+    r = jnp.log(s) - jnp.log1p(-s)
+    p_r[m] = ev.group_probability(r, a, "poly", degree, folds=folds)
   order = {m: jnp.argsort(s) for m, s in scores.items()}
   return {
     "p": scores,
@@ -232,9 +240,20 @@ def _bootstrap_args(degree: int, scores: dict, y, a, x) -> dict:
 
 
 def evaluate(
-  config, scores: dict, y, a, x=None, ipw=None, key=None, ipw_scores=None
+  config,
+  scores: dict,
+  y,
+  a,
+  x=None,
+  ipw=None,
+  key=None,
+  ipw_scores=None,
+  fit=None,
 ) -> dict:
   """Bootstrap every statistic of the scores; flat keys 'model/stat/metric'.
+
+  `fit`: the training rows (dict x, y, a) P(A | X) and P(A | Y) are fitted
+  on; None fits them on these rows.
 
   Calibration after 1/P(S | .) weighting: of `scores` on these rows
   weighted by `ipw`, or of `ipw_scores` (models trained with those weights).
@@ -244,7 +263,7 @@ def evaluate(
   n = y.shape[0]
   for p in scores.values():
     ev.check_inputs(p, y, a, ipw)
-  args = _bootstrap_args(config.degree, scores, y, a, x)
+  args = _bootstrap_args(config.degree, config.folds, scores, y, a, x, fit)
   args["ipw"] = None if ipw is None else jnp.asarray(ipw)
   args["ipw_p"] = ipw_scores
   args["threshold"] = jnp.asarray(config.threshold, jnp.float32)
@@ -286,6 +305,7 @@ def run_setting(config, name, key) -> dict:
     ipw,
     key=rng.stream(key, "bootstrap"),
     ipw_scores=ipw_p,
+    fit={k: train[k] for k in ("x", "y", "a")},
   )
   res["sizes"] = {
     "train": int(len(train["y"])),

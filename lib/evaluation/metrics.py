@@ -147,26 +147,61 @@ def predict_logistic(theta, features):
 GROUP_MODELS = ("binary", "poly")
 
 
-def group_probability(v, a, kind: str, degree: int = 3):
-  """P(A=1 | V) by logistic regression: V continuous ("poly") or "binary".
+def group_probability(
+  v, a, kind: str, degree: int = 3, *, fit=None, folds: int = 0
+):
+  """P(A=1 | V) at the rows of v by logistic regression: V continuous
+  ("poly") or "binary".
 
-  Integer V (as `simulate` returns it) is cast to the default float dtype
-  (float64 under jax_enable_x64), float V keeps its own.
+  Fitted on the same rows (in sample) by default; on other rows with
+  `fit=(v_fit, a_fit)` (the official code fits P(A | X) and P(A | Y) on the
+  training rows); or out of sample with `folds=K` (each of K contiguous
+  blocks of rows predicted by a model fitted on the others, as sklearn's
+  cross_val_predict; the official P(A | R)). Polynomial features are
+  standardised over all the rows involved. Integer V (as `simulate` returns
+  it) is cast to the default float dtype (float64 under jax_enable_x64),
+  float V keeps its own.
   """
   errors.check(
     kind in GROUP_MODELS,
     errors.ConfigError,
     f"unknown group model kind {kind!r}; expected one of {GROUP_MODELS}",
   )
-  v = jnp.asarray(v)
-  if not jnp.issubdtype(v.dtype, jnp.floating):
-    v = v.astype(jnp.result_type(float))
-  if kind == "binary":
-    f = jnp.stack([jnp.ones_like(v), v], axis=-1)
+  errors.check(
+    fit is None or not folds,
+    errors.ConfigError,
+    "group_probability takes fit= (other rows) or folds= (cross-fitting), "
+    "not both",
+  )
+
+  def as_float(x):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+      x = x.astype(jnp.result_type(float))
+    return x
+
+  v = as_float(v)
+  n = v.shape[0]
+  a = jnp.asarray(a)
+  if fit is not None:
+    v_all = jnp.concatenate([v, as_float(fit[0]).astype(v.dtype)])
+    a_all = jnp.concatenate([jnp.zeros(n, a.dtype), jnp.asarray(fit[1])])
+    w_all = jnp.concatenate([jnp.zeros(n), jnp.ones(len(fit[1]))])
   else:
-    f = polynomial_features(v, degree)
-  theta = fit_logistic(f, a)
-  return predict_logistic(theta, f)
+    v_all, a_all, w_all = v, a, None
+  if kind == "binary":
+    f = jnp.stack([jnp.ones_like(v_all), v_all], axis=-1)
+  else:
+    f = polynomial_features(v_all, degree)
+  if folds:
+    block = (jnp.arange(n) * folds) // n  # contiguous folds, as KFold
+    p = jnp.zeros(n, f.dtype)
+    for k in range(folds):
+      theta = fit_logistic(f, a_all, (block != k).astype(f.dtype))
+      p = jnp.where(block == k, predict_logistic(theta, f), p)
+    return p
+  theta = fit_logistic(f, a_all, w_all)
+  return predict_logistic(theta, f[:n])
 
 
 def stable_weights(p_own, pi_own):

@@ -235,6 +235,31 @@ def test_group_probability_under_x64_is_the_group_frequency(kind, v_dtype):
   np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+def test_group_probability_fitted_elsewhere_or_cross_fitted():
+  # The saturated binary model's MLE is the empirical P(A = 1 | V = v) of
+  # the rows it is fitted on: of the `fit` rows, or of the other folds.
+  rng = np.random.default_rng(1)
+  n = 600
+  v = (rng.uniform(size=n) < 0.5).astype(np.int32)
+  a = (rng.uniform(size=n) < np.where(v == 1, 0.7, 0.2)).astype(np.int32)
+  v2 = (rng.uniform(size=300) < 0.5).astype(np.int32)
+  a2 = (rng.uniform(size=300) < np.where(v2 == 1, 0.6, 0.3)).astype(np.int32)
+  with jax.enable_x64(True):
+    got = np.asarray(ev.group_probability(v, a, "binary", fit=(v2, a2)))
+    want = np.where(v == 1, a2[v2 == 1].mean(), a2[v2 == 0].mean())
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    got = np.asarray(ev.group_probability(v, a, "binary", folds=3))
+  block = np.arange(n) * 3 // n
+  for k in range(3):
+    out = block != k
+    freq = [a[out & (v == j)].mean() for j in (0, 1)]
+    np.testing.assert_allclose(
+      got[block == k], np.where(v[block == k] == 1, freq[1], freq[0]), atol=1e-5
+    )
+  with pytest.raises(errors.ConfigError, match="not both"):
+    ev.group_probability(v, a, "binary", fit=(v2, a2), folds=3)
+
+
 def test_t_statistic_oracles():
   # T_a(V) = metric(group a) - metric(population weighted by P(A = a | V)).
   r = np.random.default_rng(3)
