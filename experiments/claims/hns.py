@@ -167,11 +167,12 @@ CLAIMS = [
     experiment="hns_kdv",
     figures=("rollout.png", "hamiltonian.png"),
     note="Quick scale: n_x 128, 256 train trajectories, 1k steps, one seed "
-    "(the HNS step is ~10x a CNN step on CPU) and 16 validation "
-    "trajectories: one official batch, so one (seed, batch) unit and no "
-    "interval. The official rule lets a diverged batch look correlated (a "
-    "NaN step never counts as below 0.8): diverged trajectories are counted "
-    "apart (`corr_time_vs_best.num_diverged`, `hns.finite_fraction`). "
+    "(the HNS step is ~10x a CNN step on CPU) and 64 validation "
+    "trajectories: two official batches, so two (seed, batch) units and a "
+    "t-interval with 1 degree of freedom. The official rule lets a "
+    "diverged batch look correlated (a NaN step never counts as below "
+    "0.8): diverged trajectories are counted apart "
+    "(`corr_time_vs_best.num_diverged`, `hns.finite_fraction`). "
     "`--config.corr_time=per_trajectory` gives ours (each trajectory's "
     "time, a non-finite step counting as decorrelated, the interval over "
     "trajectories). Reported, not expected to match the paper's scale.",
