@@ -65,14 +65,20 @@ def get_config(arg=None):
     # K / N, which this port trains on (loss_batch 0; lib.continual
     # .data_divisor).
     loss_batch=0,
-    # Not ported (ours, not yet modes): the notebook's model is binary (one
+    # How the EM's columns become the memory (lib.continual.EM_STYLES):
+    # "notebook" = the notebook's (scale max(norm, 1): a column of norm < 1
+    # is kept as it is with weight 1, else unit with weight norm^2; the EM
+    # stops at the first step >= 5 whose ||U U^T - W^T W|| (U: the new
+    # task's tilde rows only) rises); "script" = the Split-CIFAR script's
+    # (unit u, weight norm^2, all em_iters).
+    em_style="notebook",
+    # The joint (batch) model: the notebook trains 20,001 Adam steps at 0.05
+    # on all tasks at once.
+    batch_steps=20_001,
+    batch_lr=0.05,
+    # Not ported (ours, not yet a mode): the notebook's model is binary (one
     # sigmoid weight vector; ours a 2-class softmax, whose logit difference
-    # takes 2x Adam's step and half the L2); its EM keeps a vector of norm
-    # < 1 as is with weight 1 (scale max(norm, 1)) where ours stores a unit
-    # vector with weight norm^2, and stops once ||U U^T - W W^T|| (the new
-    # data's scatter only) rises after iteration 5, where ours runs all
-    # em_iters; its joint model trains 20,001 steps at Adam 0.05 (ours:
-    # tasks x steps_per_task at lr).
+    # takes 2x Adam's step and half the L2).
     seeds=3,  # its own seed count (config.seeds: digits, file)
   )
   # Split-digits: 5 tasks x 2 classes, pixels/16 + bias (65-d), class-incremental.
@@ -83,6 +89,7 @@ def get_config(arg=None):
     memory_sizes=(2, 5, 10, 20),  # memory per task (spec)
     compact_init="random",  # class-balanced random points (CIFAR script)
     beta_clamp="probs",  # the Split-CIFAR script's clamp (also for "file")
+    em_style="script",  # the Split-CIFAR script's EM (also for "file")
     # The Split-CIFAR scripts' loss is CE_sum / 1024 + K / N (1024 their batch
     # size, kept when a task is smaller): ~250 training points per digits
     # task weigh the data ~0.25 x of CE / N against K / N. This full-batch
@@ -95,7 +102,8 @@ def get_config(arg=None):
   config.delta = 1e-2  # K-prior / L2 strength (code default 1e-2)
   # Full-batch Adam steps per task for digits / file (a fresh Adam each task,
   # as the code); a multiple of config.train.log_every. The batch baseline trains jointly on
-  # all tasks for as many steps in total (tasks x steps_per_task).
+  # all tasks for as many steps in total (tasks x steps_per_task; four moons:
+  # moons.batch_steps).
   config.steps_per_task = 2000
   config.em_iters = 100  # PPCA-EM iterations per task, digits / file
   config.em_noise = 1e-4  # sigma^2 of PPCA (code `emnoise`)
@@ -128,6 +136,7 @@ def get_config(arg=None):
     config.em_iters = 5
     config.seeds = 2
     config.moons.update(n=200, memory_sizes=(1, 2), em_iters=5, seeds=2)
+    config.moons.batch_steps = 41  # a last chunk of one step, as 20,001
     config.digits.update(memory_sizes=(2, 5))
     config.train.update(log_every=10)
   return common.lock(config)

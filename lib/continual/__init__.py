@@ -5,7 +5,8 @@ Modules:
   constant feature), the memory pytree, the replay loss, and the linear-regression
   K-prior with its exact eigen-memory (spec oracle 1).
 - `memory`: the PPCA-EM memory update read from the official code
-  (un-normalised scatter, clamped beta, un-transform with the previous vectors),
+  (un-normalised scatter, clamped beta, un-transform with the previous vectors;
+  the Split-CIFAR script's or the four-moons notebook's scaling and stop),
   the memory initialisations (class-balanced random points, largest beta) and
   the distance of a memory from the EM's fixed point (`fixed_point_gap`).
 - `learner`: the methods (replay, the random-points K-priors, compact memory)
@@ -52,6 +53,8 @@ from lib.continual.learner import learner_step
 from lib.continual.learner import objective
 from lib.continual.learner import task_boundary
 from lib.continual.memory import BETA_CLAMPS
+from lib.continual.memory import EARLY_STOP_FROM
+from lib.continual.memory import EM_STYLES
 from lib.continual.memory import FixedPointGap
 from lib.continual.memory import add_vectors
 from lib.continual.memory import balanced_picks
@@ -59,10 +62,13 @@ from lib.continual.memory import beta
 from lib.continual.memory import data_beta
 from lib.continual.memory import fixed_point_gap
 from lib.continual.memory import memory_beta
+from lib.continual.memory import notebook_columns
 from lib.continual.memory import observed_rows
 from lib.continual.memory import ppca_em_step
 from lib.continual.memory import refine
+from lib.continual.memory import refine_notebook
 from lib.continual.memory import select_balanced
 from lib.continual.memory import select_top_beta
 from lib.continual.memory import tilde_rows
+from lib.continual.memory import until_rise
 from lib.continual.memory import update_memory

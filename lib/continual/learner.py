@@ -117,11 +117,14 @@ class Trace(NamedTuple):
   """What `fixed_point_gap` measures of a task boundary's EM (Hessian matching).
 
   scatter: C = X^T X [d, d] of the observed rows (`observed_rows`); rows:
-  the memory's tilde rows (`tilde_rows`) before and after the EM [2, M, d].
+  the memory's tilde rows (`tilde_rows`) before and after the EM [2, M, d];
+  em_steps: the EM steps run (fewer than `iters` where the "notebook"
+  style stopped early; 0 where no EM ran).
   """
 
   scatter: jax.Array
   rows: jax.Array
+  em_steps: jax.Array
 
 
 def task_boundary(
@@ -142,6 +145,7 @@ def task_boundary(
   eps: float,
   jitter: float,
   clamp: str,
+  style: str = "script",
 ):
   """The memory `method` trains the next task with, after a task.
 
@@ -150,7 +154,8 @@ def task_boundary(
   K-priors keep them as they are (unit weights, their labels in mem_y); the
   compact memory refines old + new vectors by PPCA-EM, starting from the
   picks or (`top_beta`, the four-moons notebook) the K points of largest
-  beta. Padding rows of x (mask 0) observe nothing. A traced `method` runs
+  beta; `style` is the EM's (`EM_STYLES`). Padding rows of x (mask 0)
+  observe nothing. A traced `method` runs
   the EM whatever it is and selects; a Python int runs it for compact only.
 
   Returns:
@@ -169,16 +174,26 @@ def task_boundary(
   if static is not None and static != COMPACT:
     d, dtype = x.shape[1], memory.u.dtype
     m = memory.u.shape[0]
-    trace = Trace(jnp.zeros((d, d), dtype), jnp.zeros((2, m, d), dtype))
+    trace = Trace(
+      jnp.zeros((d, d), dtype), jnp.zeros((2, m, d), dtype), jnp.asarray(0)
+    )
     return raw, mem_y, trace
   x_obs = x * mask[:, None]
-  em = dict(noise=noise, eps=eps, jitter=jitter, clamp=clamp)
-  fitted = update_memory(
-    theta, x_obs, memory, init_u, pick_w, slot=slot, iters=iters, **em
+  em = dict(noise=noise, eps=eps, jitter=jitter, clamp=clamp, style=style)
+  fitted, steps = update_memory(
+    theta,
+    x_obs,
+    memory,
+    init_u,
+    pick_w,
+    slot=slot,
+    iters=iters,
+    return_steps=True,
+    **em,
   )
   obs = observed_rows(theta, x_obs, memory, eps, clamp)
   rows = jnp.stack([tilde_rows(theta, m, eps, clamp) for m in (raw, fitted)])
-  trace = Trace(obs.T @ obs, rows)
+  trace = Trace(obs.T @ obs, rows, jnp.asarray(steps))
   if static == COMPACT:
     return fitted, mem_y, trace
   keep = jax.tree.map(
@@ -213,7 +228,11 @@ def init_learner(theta, tx, slots: int) -> Learner:
     jnp.zeros_like(theta),
     Memory(jnp.zeros((slots, d), dtype), jnp.zeros(slots, dtype)),
     jnp.zeros(slots, jnp.int32),
-    Trace(jnp.zeros((d, d), dtype), jnp.zeros((2, slots, d), dtype)),
+    Trace(
+      jnp.zeros((d, d), dtype),
+      jnp.zeros((2, slots, d), dtype),
+      jnp.asarray(0),
+    ),
   )
 
 

@@ -18,6 +18,15 @@ After training on task t (model theta), the memory is rebuilt by PPCA-EM
    then un-transform: divide each column by sqrt(beta) at the *previous*
    u_k; its norm is sqrt(w_k) and its direction the new u_k.
 
+How a step's columns become the memory (`EM_STYLES`): "script" (the
+Split-CIFAR script) stores the unit direction with weight norm^2 and runs all
+`iters` steps; "notebook" (the four-moons notebook) floors the scale at 1,
+scale = max(norm, 1), keeps u = column / scale (a column of norm < 1 as it
+is, weight 1) with weight scale^2, and stops early: once the error
+||U U^T - W^T W||_F (U: the new task's tilde rows only; W: the step's tilde
+output, old and new vectors) rises above the previous step's at a step
+>= `EARLY_STOP_FROM` (0-based), keeping that step's memory.
+
 This is Tipping-Bishop PPCA-EM with the un-normalised scatter C = X^T X in
 place of the sample covariance (one S^-1 where the textbook has N S^-1), so
 with beta held fixed its fixed point is W W^T = U_K (Lambda_K(C) - sigma^2 I)
@@ -42,6 +51,13 @@ from lib.core import linalg
 # the memory only, the new data's beta unclamped).
 BETA_CLAMPS = ("probs", "memory")
 
+# How EM columns become the memory and when the EM stops (module docstring):
+# "script" (Split-CIFAR script: unit u, w = norm^2, all iterations) or
+# "notebook" (four-moons notebook: scale max(norm, 1), early stop).
+EM_STYLES = ("script", "notebook")
+# The notebook's early stop is checked from this (0-based) step on.
+EARLY_STOP_FROM = 5
+
 
 def beta(theta, x, eps: float = 1e-4):
   """Scalar Hessian factor per row: sum_c p_c (1 - p_c), p clamped to [eps, 1-eps]."""
@@ -61,6 +77,14 @@ def memory_beta(theta, u, eps: float = 1e-4, clamp: str = "probs"):
   if clamp == "probs":
     return beta(theta, u, eps)
   return jnp.maximum(beta(theta, u, 0.0), eps)
+
+
+def _check_style(style: str) -> None:
+  errors.check(
+    style in EM_STYLES,
+    errors.ConfigError,
+    f"unknown EM style {style!r}; one of {EM_STYLES}",
+  )
 
 
 def _check_clamp(clamp: str) -> None:
@@ -142,7 +166,9 @@ def update_memory(
   eps: float = 1e-4,
   jitter: float = 1e-6,
   clamp: str = "probs",
-) -> Memory:
+  style: str = "script",
+  return_steps: bool = False,
+):
   """The memory after a task: old memory + init vectors, refined by PPCA-EM.
 
   Args:
@@ -158,22 +184,26 @@ def update_memory(
     iters: EM iterations (`nmemupdate`); a plain jitted `fori_loop`.
     noise: sigma^2 (`emnoise`, default 1e-4); eps, clamp: beta's clamp
       (`BETA_CLAMPS`).
+    style: "script" or "notebook" (`EM_STYLES`): how columns become (u, w)
+      and whether the EM stops early (then `iters` is the cap).
+    return_steps: also return the EM steps run (a scalar; `iters` for
+      "script").
 
   Returns:
-    The refined memory: unit u (slots of weight 0 keep their vector) and
-    weights w = squared column norms.
+    The refined memory ("script": unit u and weights w = squared column
+    norms; "notebook": see `refine_notebook`; slots of weight 0 keep their
+    vector and weight 0), and with `return_steps` the steps run.
   """
+  _check_style(style)
   obs = observed_rows(theta, x_new, memory, eps, clamp)
-  return refine(
-    theta,
-    obs,
-    add_vectors(memory, init_u, init_w, slot),
-    iters=iters,
-    noise=noise,
-    eps=eps,
-    jitter=jitter,
-    clamp=clamp,
-  )
+  learnable = add_vectors(memory, init_u, init_w, slot)
+  em = dict(iters=iters, noise=noise, eps=eps, jitter=jitter, clamp=clamp)
+  if style == "notebook":
+    new_rows = obs[: x_new.shape[0]]  # the new task's tilde rows only
+    out, steps = refine_notebook(theta, obs, new_rows, learnable, **em)
+  else:
+    out, steps = refine(theta, obs, learnable, **em), jnp.asarray(iters)
+  return (out, steps) if return_steps else out
 
 
 def refine(
@@ -209,6 +239,82 @@ def refine(
 
   u, w = jax.lax.fori_loop(0, iters, body, (memory.u, memory.w))
   return Memory(u, w)
+
+
+def notebook_columns(new, u, active):
+  """The notebook's (u, w) of un-transformed EM columns new [M, d].
+
+  scale = max(||column||, 1): u = column / scale, w = scale^2, so a column
+  of norm < 1 is kept as it is with weight 1 (the K-prior weighs u by w).
+  Slots not `active` (weight 0: padding) keep their u and weight 0.
+  """
+  scale = jnp.maximum(jnp.linalg.norm(new, axis=-1), 1.0)
+  u = jnp.where(active[:, None], new / scale[:, None], u)
+  return u, jnp.where(active, scale**2, 0.0).astype(new.dtype)
+
+
+def refine_notebook(
+  theta,
+  obs,
+  new_rows,
+  memory: Memory,
+  *,
+  iters: int,
+  noise: float = 1e-4,
+  eps: float = 1e-4,
+  jitter: float = 1e-6,
+  clamp: str = "memory",
+):
+  """The four-moons notebook's PPCA-EM: (memory, steps run).
+
+  Each step is `refine`'s EM step (beta at the previous u), its columns
+  split by `notebook_columns`; its error is ||U U^T - W^T W||_F with U the
+  new task's tilde rows `new_rows` [N, d] only (not the old memory's rows
+  of `obs`) and W the step's tilde output. From step `EARLY_STOP_FROM` on
+  the EM stops at the first step whose error exceeds the previous step's,
+  keeping that step's memory; at most `iters` steps. A `lax.while_loop`:
+  jittable, and under vmap each member stops on its own.
+  """
+  x = obs.T  # [d, N]
+  target = new_rows.T @ new_rows  # U U^T
+  active = memory.w > 0
+
+  def step(carry):
+    u, w = carry
+    b = jnp.sqrt(memory_beta(theta, u, eps, clamp))  # at the previous u
+    cols = (jnp.sqrt(w) * b)[:, None] * u
+    tilde = ppca_em_step(cols.T, x, noise, jitter).T  # [M, d]
+    u, w = notebook_columns(tilde / b[:, None], u, active)
+    return (u, w), jnp.linalg.norm(target - tilde.T @ tilde)
+
+  (u, w), steps = until_rise(step, (memory.u, memory.w), iters=iters)
+  return Memory(u, w), steps
+
+
+def until_rise(step, carry, *, iters: int, start: int = EARLY_STOP_FROM):
+  """Runs `step` (carry -> (carry, error)) until its error rises.
+
+  The notebook's stop: steps j = 0, 1, ... (at most `iters`); from j =
+  `start` on, the loop ends after the first step whose error exceeds the
+  previous step's (its running minimum: while it has not risen, the previous
+  error is the smallest since step start - 1), keeping that step's carry.
+  Returns (carry, steps run). A `lax.while_loop`: under vmap each member
+  stops on its own (finished members' carries are left as they are).
+  """
+
+  def cond(state):
+    j, _, _, stop = state
+    return (j < iters) & jnp.logical_not(stop)
+
+  def body(state):
+    j, carry, prev, _ = state
+    carry, err = step(carry)
+    return j + 1, carry, err, (j >= start) & (err > prev)
+
+  _, err0 = jax.eval_shape(step, carry)
+  init = (jnp.asarray(0), carry, jnp.full(err0.shape, jnp.inf, err0.dtype))
+  j, carry, _, _ = jax.lax.while_loop(cond, body, (*init, jnp.asarray(False)))
+  return carry, j
 
 
 class FixedPointGap(NamedTuple):

@@ -49,6 +49,13 @@ def test_smoke_results_and_figures(smoke):
       gap = res["em_fixed_point"][f"m{k}"]
       assert np.isfinite(gap["end_scale"]["mean"])
       assert 0 <= gap["end_max_angle_deg"]["max"] <= 90
+  # The notebook's EM on moons: steps run per boundary, per seed (<= 5);
+  # its joint model trains moons.batch_steps (41 in smoke) steps.
+  steps = np.asarray(r["moons"]["em_steps"]["m1"])
+  assert steps.shape == (2, 3) and 1 <= steps.min() and steps.max() <= 5
+  assert "em_steps" not in r["digits"]
+  rows = train_lib.read_jsonl(os.path.join(workdir, "moons", "batch"))
+  assert max(row["step"] for row in rows) == 41
   # Memory % : K (T - 1) / N(tasks 1..T-1); digits tasks hold ~252 points.
   assert r["digits"]["memory_pct"]["m2"] == pytest.approx(100 * 8 / 1010)
   for fig in ("accuracy_vs_memory.png", "moons_boundaries.png"):
@@ -76,6 +83,11 @@ def test_each_dataset_follows_its_official_script():
   assert 14 in config.moons.memory_sizes
   assert config.moons.beta_clamp == "memory"
   assert config.digits.beta_clamp == "probs"
+  # EM: the notebook's scale floor and early stop; the script's unit vectors.
+  assert config.moons.em_style == "notebook"
+  assert config.digits.em_style == "script"
+  # The notebook's joint model: 20,001 Adam steps at 0.05.
+  assert config.moons.batch_steps == 20_001 and config.moons.batch_lr == 0.05
   assert {"random_kprior", "random_kprior_anchored"} <= set(config.methods)
 
 
