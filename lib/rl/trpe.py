@@ -172,6 +172,16 @@ def sample(grid, logits, key, config: TRPEConfig):
   )
 
 
+def _entropy_metrics(cells):
+  """An epoch's logged entropies (means over its trajectories, s_0..s_H)."""
+  ent = jax.vmap(entropy_lib.trajectory_entropies)(cells)
+  return {
+    "joint_entropy": jnp.mean(ent["joint"]),
+    "mixture_entropy": jnp.mean(ent["mixture"]),
+    "agent_entropy": jnp.mean(ent["agents"]),
+  }
+
+
 def joint_epoch(grid, config: TRPEConfig, logits_b, key):
   """Our epoch (`trust_region="joint"`) from behaviour logits [n, S, 4];
   returns (logits, metrics).
@@ -217,11 +227,8 @@ def joint_epoch(grid, config: TRPEConfig, logits_b, key):
     jnp.zeros((), bool),
   )
   iters, logits, _, _, _, _ = jax.lax.while_loop(cond, body, c0)
-  ent = jax.vmap(entropy_lib.trajectory_entropies)(cells)
   metrics = {
-    "joint_entropy": jnp.mean(ent["joint"]),
-    "mixture_entropy": jnp.mean(ent["mixture"]),
-    "agent_entropy": jnp.mean(ent["agents"]),
+    **_entropy_metrics(cells),
     "kl": jnp.max(mean_kl(logits_b, logits, cells)),
     "off_iters": iters,
     "loss": -jnp.mean(values),
@@ -369,11 +376,8 @@ def official_epoch(grid, config: TRPEConfig, state: State, key):
     official_kl_threshold(config),
   )
   logits = c["logits"]
-  ent = jax.vmap(entropy_lib.trajectory_entropies)(cells)
   metrics = {
-    "joint_entropy": jnp.mean(ent["joint"]),
-    "mixture_entropy": jnp.mean(ent["mixture"]),
-    "agent_entropy": jnp.mean(ent["agents"]),
+    **_entropy_metrics(cells),
     # The largest agent's per-state mean KL, as `joint_epoch` reports it,
     # and in the official units.
     "kl": jnp.max(mean_kl(logits_b, logits, cells)),
