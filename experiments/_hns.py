@@ -36,6 +36,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
@@ -94,13 +95,7 @@ def check_pde_config(config, pde_name: str) -> None:
   train_lib.check_one_of(
     config.corr_time, pde_metrics.CORRELATION_TIMES, "config.corr_time"
   )
-  errors.check(
-    isinstance(config.corr_batch, int)
-    and not isinstance(config.corr_batch, bool)
-    and config.corr_batch >= 1,
-    errors.ConfigError,
-    f"config.corr_batch={config.corr_batch!r} must be an integer >= 1",
-  )
+  _checks.integer(config.corr_batch, "config.corr_batch")
   errors.check(
     config.pde.num_val >= 2,
     errors.ConfigError,

@@ -206,6 +206,15 @@ def update_memory(
   return (out, steps) if return_steps else out
 
 
+def _em_step(theta, u, w, x, noise, eps, jitter, clamp):
+  """One PPCA-EM step of the memory (u, w) against observed columns x [d, N]:
+  (tilde output [M, d], sqrt(beta) [M] at the previous u, the code's order);
+  the caller un-transforms tilde / sqrt(beta) its own way."""
+  b = jnp.sqrt(memory_beta(theta, u, eps, clamp))
+  cols = (jnp.sqrt(w) * b)[:, None] * u
+  return ppca_em_step(cols.T, x, noise, jitter).T, b
+
+
 def refine(
   theta,
   obs,
@@ -228,10 +237,8 @@ def refine(
 
   def body(_, carry):
     u, w = carry
-    # beta at the previous u (the code's order)
-    b = jnp.sqrt(memory_beta(theta, u, eps, clamp))
-    cols = (jnp.sqrt(w) * b)[:, None] * u
-    new = ppca_em_step(cols.T, x, noise, jitter).T / b[:, None]
+    tilde, b = _em_step(theta, u, w, x, noise, eps, jitter, clamp)
+    new = tilde / b[:, None]
     norm = jnp.linalg.norm(new, axis=-1)
     safe = jnp.where(norm > 0, norm, 1.0)
     u = jnp.where((norm > 0)[:, None], new / safe[:, None], u)
@@ -281,9 +288,7 @@ def refine_notebook(
 
   def step(carry):
     u, w = carry
-    b = jnp.sqrt(memory_beta(theta, u, eps, clamp))  # at the previous u
-    cols = (jnp.sqrt(w) * b)[:, None] * u
-    tilde = ppca_em_step(cols.T, x, noise, jitter).T  # [M, d]
+    tilde, b = _em_step(theta, u, w, x, noise, eps, jitter, clamp)
     u, w = notebook_columns(tilde / b[:, None], u, active)
     return (u, w), jnp.linalg.norm(target - tilde.T @ tilde)
 
