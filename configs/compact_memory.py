@@ -76,9 +76,11 @@ def get_config(arg=None):
     # on all tasks at once.
     batch_steps=20_001,
     batch_lr=0.05,
-    # Not ported (ours, not yet a mode): the notebook's model is binary (one
-    # sigmoid weight vector; ours a 2-class softmax, whose logit difference
-    # takes 2x Adam's step and half the L2).
+    # The model: "binary" (the notebook's LogisticRegression: one sigmoid
+    # weight vector, its logistic loss, memory loss and beta = p (1 - p);
+    # lib.continual.logits) or "softmax" (ours until 2026-12-05: a 2-class
+    # softmax, whose logit difference takes 2x Adam's step and half the L2).
+    model="binary",
     seeds=3,  # its own seed count (config.seeds: digits, file)
   )
   # Split-digits: 5 tasks x 2 classes, pixels/16 + bias (65-d), class-incremental.

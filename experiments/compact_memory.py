@@ -41,6 +41,9 @@ NO_EM = continual.learner.REPLAY  # ends tasks as every other method
 METHODS = ("batch", *SEQUENTIAL)
 DATASETS = ("moons", "digits", "file")
 INITS = ("random", "top_beta")
+# Four moons' model: "binary" (the notebook's: one sigmoid weight vector,
+# theta [d, 1]) or "softmax" (ours until 2026-12-05: a 2-class softmax).
+MOONS_MODELS = ("binary", "softmax")
 STATS = ("mean", "lo", "hi")
 WHEN = ("start", "end")  # the memory before and after the EM
 GAP_KEYS = [f"{w}_{k}" for w in WHEN for k in continual.FixedPointGap._fields]
@@ -91,6 +94,7 @@ def check_config(config) -> None:
       c.beta_clamp, continual.BETA_CLAMPS, f"config.{name}.beta_clamp"
     )
     _checks.one_of(c.em_style, continual.EM_STYLES, f"config.{name}.em_style")
+  _checks.one_of(config.moons.model, MOONS_MODELS, "config.moons.model")
   _checks.integer(config.moons.batch_steps, "config.moons.batch_steps")
   _checks.number(config.moons.batch_lr, "config.moons.batch_lr", above=0)
   _checks.fraction(config.digits.test_fraction, "config.digits.test_fraction")
@@ -120,6 +124,7 @@ def load_dataset(config, name: str):
     spec.update(seeds=m.seeds, batch_size=m.loss_batch)  # the demo's own
     spec.update(style=m.em_style)
     spec.update(batch_steps=m.batch_steps, batch_lr=m.batch_lr)  # joint model
+    spec.update(classes=1 if m.model == "binary" else tasks.num_classes)
   elif name == "digits":
     split = dict(test_fraction=d.test_fraction, seed=config.data_seed)
     tasks = continual.split_digits(classes_per_task=d.classes_per_task, **split)
@@ -132,6 +137,7 @@ def load_dataset(config, name: str):
   if name == "file":
     what, key = config.feature_file, "config.file_memory_sizes"
   continual.check_tasks(tasks, spec["sizes"], what, key)
+  spec.setdefault("classes", tasks.num_classes)  # theta's columns
   return tasks, spec
 
 
@@ -163,7 +169,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
   def init_one(key, setting):
     root = rng_lib.root_key(config.train.seed)
     key = rng_lib.stream(root, "theta", setting["seed"])
-    theta = continual.init_theta(key, d, tasks.num_classes)
+    theta = continual.init_theta(key, d, spec["classes"])
     learner = continual.init_learner(theta, tx, (n_tasks - 1) * kmax)
     hist = {}
     if keep_history:  # for the figure: theta after each task, memory in use
@@ -380,7 +386,8 @@ def boundary_figure(path, traces) -> None:
     for t, ax in enumerate(axes[row]):
       for p, y in zip(tasks.raw_train[: t + 1], tasks.y_train):
         ax.scatter(*p.T, c=y, s=3, cmap="coolwarm", alpha=0.3)
-      score = (feats @ hist["theta"][i][t]) @ np.array([-1.0, 1.0])
+      z = continual.logits(hist["theta"][i][t], feats)  # binary or softmax
+      score = np.asarray(z[:, 1] - z[:, 0])
       ax.contour(g1, g2, score.reshape(g1.shape), levels=[0.0], colors="k")
       if t > 0:  # the memory used while training task t
         u, w = (a[i][t - 1] for a in hist["memory"])

@@ -129,8 +129,8 @@ CLAIMS = [
     ),
     check="> 0",
     note=(
-      "Ours: the notebook's setup (only the memory's beta clamped; its EM "
-      "scale max(norm, 1) and early stop); a 2-class softmax for its sigmoid."
+      "The notebook's setup: its binary sigmoid model, only the memory's "
+      "beta clamped, its EM's scale max(norm, 1) and early stop."
     ),
     figures=("moons_boundaries.png", "accuracy_vs_memory.png"),
   ),
@@ -149,8 +149,8 @@ CLAIMS = [
     ),
     check="> 0",
     note=(
-      "Ours: the notebook's setup (only the memory's beta clamped; its EM "
-      "scale max(norm, 1) and early stop); a 2-class softmax for its sigmoid."
+      "The notebook's setup: its binary sigmoid model, only the memory's "
+      "beta clamped, its EM's scale max(norm, 1) and early stop."
     ),
     figures=("moons_boundaries.png", "accuracy_vs_memory.png"),
   ),

@@ -2,7 +2,7 @@
 
 Modules:
 - `kprior`: the K-prior loss of multinomial logistic regression (bias as a
-  constant feature), the memory pytree, the replay loss, and the linear-regression
+  constant feature; one weight column: the binary sigmoid model), the memory pytree, the replay loss, and the linear-regression
   K-prior with its exact eigen-memory (spec oracle 1).
 - `memory`: the PPCA-EM memory update read from the official code
   (un-normalised scatter, clamped beta, un-transform with the previous vectors;
@@ -38,6 +38,7 @@ from lib.continual.kprior import eigen_memory
 from lib.continual.kprior import empty_memory
 from lib.continual.kprior import kprior
 from lib.continual.kprior import kprior_linear
+from lib.continual.kprior import logits
 from lib.continual.kprior import replay_loss
 from lib.continual.kprior import soft_cross_entropy
 from lib.continual.kprior import task_loss

@@ -270,9 +270,9 @@ def four_moons(
   sorted by x1; task 1 = the first half of each class, task 2 = the second
   half, tasks 3 and 4 = the same shifted by (2.3, 0). The points are centred
   on the mean over all tasks and mapped by PolynomialFeatures(degree) (which
-  includes the constant feature: 21 features for degree 5). Binary labels,
-  used as 2-class softmax (ours: the notebook's model is one sigmoid weight
-  vector). The test set is a fresh draw split the same way (ours; the
+  includes the constant feature: 21 features for degree 5). Labels 0 and 1
+  (the notebook's model is one sigmoid weight vector: a theta of one column,
+  `kprior.logits`; a 2-class softmax reads them too). The test set is a fresh draw split the same way (ours; the
   notebook only plots).
   """
   from sklearn import datasets

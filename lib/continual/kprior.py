@@ -10,7 +10,10 @@ w_k. Training on task t+1 minimises (official code, `loss_theta`):
 the old model's soft prediction on u_k acting as a soft label. Before the
 first task there is no memory and theta_0 = 0, so K = (delta/2) ||theta||^2.
 The model has no bias: a constant-1 feature is appended to the inputs.
-theta has shape [d, C].
+theta has shape [d, C]; a theta of one column, [d, 1], is the binary model
+of the official four-moons notebook (`LogisticRegression`: one weight
+vector, p(y = 1) = sigmoid(x^T theta)), whose CE is the notebook's logistic
+loss and whose soft CE its memory loss (`logits`).
 
 Jung, Lee, Chen, Moellenhoff, Li, Lee, Khan, "How to Train Your Compact
 Memory", NeurIPS 2025; Khan & Swaroop, "Knowledge-Adaptation Priors",
@@ -42,13 +45,31 @@ def empty_memory(d: int, dtype=jnp.float32) -> Memory:
   return Memory(jnp.zeros((0, d), dtype), jnp.zeros((0,), dtype))
 
 
+def logits(theta, x):
+  """The class logits [..., C] of inputs x [..., d] under theta [d, C].
+
+  A theta of one column [d, 1] is the binary model (one weight vector, the
+  four-moons notebook's `LogisticRegression`): its two class logits are
+  [0, x @ theta], since softmax([0, z]) = [1 - sigmoid(z), sigmoid(z)]. So
+  every softmax quantity below is, for it, the sigmoid model's: the CE is
+  the logistic loss, the soft CE against sigmoid(z_old) the notebook's
+  memory loss, the argmax sigmoid(z) > 1/2. (The notebook adds 1e-9 inside
+  its logs; we do not: a difference only where a point is misclassified
+  with |z| > ~20.)
+  """
+  z = x @ theta
+  if theta.shape[-1] == 1:
+    return jnp.concatenate([jnp.zeros_like(z), z], axis=-1)
+  return z
+
+
 def cross_entropy_sum(theta, x, y, mask=None):
-  """Sum over rows of CE(y_i, softmax(x_i @ theta)); y holds class ids.
+  """Sum over rows of CE(y_i, softmax(logits(theta, x_i))); y holds class ids.
 
   Rows with mask 0 (padding, so that tasks of different sizes share a shape)
   contribute nothing.
   """
-  nll = token_nll(x @ theta, y)
+  nll = token_nll(logits(theta, x), y)
   return jnp.sum(nll if mask is None else mask * nll)
 
 
@@ -73,8 +94,9 @@ def data_divisor(x, mask=None, batch_size: int = 0):
 
 
 def soft_cross_entropy(theta, u, p_old):
-  """Per-row CE of the soft label p_old [M, C] against softmax(u @ theta)."""
-  return -jnp.sum(p_old * jax.nn.log_softmax(u @ theta, axis=-1), axis=-1)
+  """Per-row CE of the soft label p_old [M, C] against softmax(logits(theta, u))."""
+  log_p = jax.nn.log_softmax(logits(theta, u), axis=-1)
+  return -jnp.sum(p_old * log_p, axis=-1)
 
 
 def kprior(theta, theta_old, memory: Memory, delta, center=None):
@@ -87,7 +109,9 @@ def kprior(theta, theta_old, memory: Memory, delta, center=None):
   reg = 0.5 * delta * jnp.sum((theta - center) ** 2)
   if memory.u.shape[0] == 0:
     return reg
-  p_old = jax.nn.softmax(memory.u @ jax.lax.stop_gradient(theta_old), axis=-1)
+  p_old = jax.nn.softmax(
+    logits(jax.lax.stop_gradient(theta_old), memory.u), axis=-1
+  )
   return reg + jnp.sum(memory.w * soft_cross_entropy(theta, memory.u, p_old))
 
 
@@ -135,14 +159,15 @@ def replay_loss(
   the caller passes delta = 0 after the first task to follow it.
   """
   ce = cross_entropy_sum(theta, x, y, mask) / data_divisor(x, mask, batch_size)
-  mem_ce = token_nll(mem_x @ theta, mem_y)
+  mem_ce = token_nll(logits(theta, mem_x), mem_y)
   extra = 0.5 * delta * jnp.sum(theta**2) + jnp.sum(mem_w * mem_ce)
   return ce + extra / n_new
 
 
 def accuracy(theta, x, y):
-  """Class-incremental accuracy: argmax over all classes, no task mask."""
-  return jnp.mean(jnp.argmax(x @ theta, axis=-1) == y)
+  """Class-incremental accuracy: argmax over all classes, no task mask
+  (binary theta [d, 1]: class 1 where x @ theta > 0)."""
+  return jnp.mean(jnp.argmax(logits(theta, x), axis=-1) == y)
 
 
 def kprior_linear(theta, theta_old, memory: Memory, delta):

@@ -205,10 +205,11 @@ def task_boundary(
 class Learner(NamedTuple):
   """One sequential learner: the model, its optimizer and what it remembers.
 
-  theta [d, C]; opt_state of the optax transformation it trains with;
-  theta_old, the model after the previous task (0 before the first); the
-  fixed-size memory (slots of weight 0 unused) with its labels mem_y (used by
-  replay); trace, the compact memory's EM at the latest task boundary.
+  theta [d, C] (C = 1: the binary model); opt_state of the optax
+  transformation it trains with; theta_old, the model after the previous
+  task (0 before the first); the fixed-size memory (slots of weight 0
+  unused) with its labels mem_y (used by replay); trace, the compact
+  memory's EM at the latest task boundary.
   """
 
   theta: jax.Array
@@ -285,6 +286,9 @@ def end_task(
 
 def init_theta(key, d: int, num_classes: int, dtype=None):
   """The official start: torch Linear's default U(-1/sqrt(d), 1/sqrt(d)).
+
+  theta [d, num_classes]; num_classes 1 is the binary model (the four-moons
+  notebook's `Linear(d, 1, bias=False)`, `kprior.logits`).
 
   `dtype` None is jax's default float: float64 under `jax.enable_x64` (as
   the official code and `compact_memory` run), float32 otherwise, without

@@ -6,10 +6,11 @@ After training on task t (model theta), the memory is rebuilt by PPCA-EM
 1. Observed rows X: sqrt(beta(x_i)) x_i for the new task's inputs, and
    sqrt(w_k) sqrt(beta(u_k)) u_k for the existing memory, with
    beta(x) = sum_c p_c (1 - p_c), p = softmax(theta^T x), all at the
-   current theta. Two clamps (`BETA_CLAMPS`, eps = 1e-4): "probs", the
-   Split-CIFAR script's, clips p to [eps, 1 - eps] for every row; "memory",
-   the four-moons notebook's, leaves the new data's beta alone and floors
-   only the memory's, beta(u) >= eps (there and in the un-transform).
+   current theta (the binary model: p (1 - p), p = sigmoid(theta^T x)).
+   Two clamps (`BETA_CLAMPS`, eps = 1e-4): "probs", the Split-CIFAR
+   script's, clips p to [eps, 1 - eps] for every row; "memory", the
+   four-moons notebook's, leaves the new data's beta alone and floors only
+   the memory's, beta(u) >= eps (there and in the un-transform).
 2. Learnable vectors: the old memory plus K_new fresh vectors (weight 1), so
    the memory grows by K_new per task. Tilde form W = sqrt(w) sqrt(beta(u)) u.
 3. EM iterations with noise variance sigma^2 (`emnoise`):
@@ -42,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lib.continual.kprior import Memory
+from lib.continual.kprior import logits
 from lib.core import dtypes
 from lib.core import errors
 from lib.core import linalg
@@ -60,9 +62,15 @@ EARLY_STOP_FROM = 5
 
 
 def beta(theta, x, eps: float = 1e-4):
-  """Scalar Hessian factor per row: sum_c p_c (1 - p_c), p clamped to [eps, 1-eps]."""
-  p = jnp.clip(jax.nn.softmax(x @ theta, axis=-1), eps, 1.0 - eps)
-  return jnp.sum(p * (1.0 - p), axis=-1)
+  """Scalar Hessian factor per row: sum_c p_c (1 - p_c), p clamped to [eps, 1-eps].
+
+  For the binary model (theta [d, 1], `kprior.logits`) it is the logistic
+  loss's Hessian in its one logit, p (1 - p) with p = sigmoid(x^T theta)
+  (the four-moons notebook's beta): half the two-class sum.
+  """
+  p = jnp.clip(jax.nn.softmax(logits(theta, x), axis=-1), eps, 1.0 - eps)
+  b = jnp.sum(p * (1.0 - p), axis=-1)
+  return b / 2 if theta.shape[-1] == 1 else b
 
 
 def data_beta(theta, x, eps: float = 1e-4, clamp: str = "probs"):

@@ -89,6 +89,13 @@ def test_each_dataset_follows_its_official_script():
   # The notebook's joint model: 20,001 Adam steps at 0.05.
   assert config.moons.batch_steps == 20_001 and config.moons.batch_lr == 0.05
   assert {"random_kprior", "random_kprior_anchored"} <= set(config.methods)
+  # The notebook's binary model: one sigmoid weight vector (theta [d, 1]);
+  # the Split-CIFAR script's softmax over the task's classes.
+  assert config.moons.model == "binary"
+  with config.unlocked():
+    config.moons.n = 200
+  assert compact_memory.load_dataset(config, "moons")[1]["classes"] == 1
+  assert compact_memory.load_dataset(config, "digits")[1]["classes"] == 10
 
 
 def _write(path, features, labels, task_ids):
@@ -148,6 +155,12 @@ def test_config_errors_name_the_key(tmp_path):
     config.moons.seeds = 0  # the four-moons demo's own seed count
   with pytest.raises(errors.ConfigError, match=r"config\.moons\.seeds=0"):
     compact_memory.run(config, str(tmp_path / "c"))
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.moons.model = "logistic"
+  with pytest.raises(errors.ConfigError, match=r"config\.moons\.model"):
+    compact_memory.run(config, str(tmp_path / "d"))
+  assert not os.path.exists(tmp_path / "d" / "moons")  # before any training
 
 
 def test_feature_file_trains(tmp_path):
