@@ -116,10 +116,16 @@ def hns_pde_defaults(config) -> None:
   trajectories: 3,200 steps) and 250 on KdV (its H filter keeps 1,024 of
   2,048: 8,000 steps), StepLR x0.8 every 100 epochs: fewer steps than our
   paper variants (20k, 40k), more than quick's. num_plot: validation
-  trajectories in the space-time figure. The next-step CNN learns the
-  increment u_{t+1} - u_t with the relative L2 of the increment (ours); the
-  official "normal" mode predicts u_{t+1} itself, with the relative L2 of
-  u_{t+1}.
+  trajectories in the space-time figure.
+
+  next_step_target: what the next-step CNN f learns (`lib.pde.solver`
+  NEXT_STEP_TARGETS). "state" (default, the official 'normal' mode of
+  modules/train_module.py: `get_data_labels` label = u[idx + 1] with idx ~
+  randint(0, nt - 1), the ScaledLpLoss relative L2 of u_{t+1}, and
+  `inference_step` returns pred): f(u_t) = u_{t+1}, rolled out as
+  u_{t+1} = f(u_t). "increment" (ours until 2026-12-05, kept as a named
+  mode): f(u_t) = u_{t+1} - u_t with the relative L2 of the increment,
+  rolled out as u_t + f(u_t).
 
   corr_time: "official" (default): the authors' correlation time
   (modules/train_module.py `rollout`): the Pearson correlation averaged over
@@ -132,6 +138,7 @@ def hns_pde_defaults(config) -> None:
   config.baselines = ("derivative_cnn", "next_step_cnn")
   config.corr_time = "official"
   config.corr_batch = 32
+  config.next_step_target = "state"
   config.cnn = dict(
     channels=(32, 32, 32, 32), kernel_size=5, derivative_stencil=""
   )

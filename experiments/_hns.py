@@ -95,6 +95,11 @@ def check_pde_config(config, pde_name: str) -> None:
   train_lib.check_one_of(
     config.corr_time, pde_metrics.CORRELATION_TIMES, "config.corr_time"
   )
+  train_lib.check_one_of(
+    config.next_step_target,
+    solver.NEXT_STEP_TARGETS,
+    "config.next_step_target",
+  )
   _checks.integer(config.corr_batch, "config.corr_batch")
   errors.check(
     config.pde.num_val >= 2,
@@ -258,7 +263,13 @@ def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn):
   model_config = config.hns if kind == "hns" else config.cnn
   model = solver.build_model(kind, model_config, p.length)
   u, target = solver.training_targets(
-    kind, config.pde_name, train, grid, p.dt, label_stencil=config.label_stencil
+    kind,
+    config.pde_name,
+    train,
+    grid,
+    p.dt,
+    label_stencil=config.label_stencil,
+    next_step_target=config.next_step_target,
   )
   parts = solver.task_parts(
     kind, model, grid, u, target, batch_size=config.batch_size
@@ -287,6 +298,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn):
       dt=p.dt,
       num_steps=p.rollout_steps,
       stencil=config.j_stencil,
+      next_step_target=config.next_step_target,
     )
     m = jax.device_get(metrics_fn(pred, val))
     per_seed.append(m)

@@ -2,9 +2,10 @@
 
 Generates exact advection trajectories, trains the integral-kernel functional
 H_theta on analytic dH/du labels (relative L2, double backprop) and the CNN
-baselines on Richardson du/dt / next-step increments, rolls every model out
-5x past the training window and reports rollout relative L2, correlation
-time and Hamiltonian error (Zhou & Barati Farimani, NeurIPS 2025, Table 2/4).
+baselines on Richardson du/dt / next states u_{t+1} (or increments:
+config.next_step_target), rolls every model out 5x past the training window
+and reports rollout relative L2, correlation time and Hamiltonian error (Zhou
+& Barati Farimani, NeurIPS 2025, Table 2/4).
 
 Every model trains `config.num_seeds` seeds (one vmapped run stack each);
 divergence is counted in every metric and HNS is compared with the strongest

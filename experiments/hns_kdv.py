@@ -2,10 +2,10 @@
 
 Generates KdV trajectories by pseudo-spectral ETDRK4, trains the integral-kernel functional
 H_theta on analytic dH/du labels (relative L2, double backprop) and the CNN
-baselines on Richardson du/dt / next-step increments, rolls every model out
-4x past the training window and reports correlation time (Pearson < 0.8),
-rollout relative L2 and Hamiltonian error (Zhou & Barati Farimani, NeurIPS
-2025, Table 2/4/5).
+baselines on Richardson du/dt / next states u_{t+1} (or increments:
+config.next_step_target), rolls every model out 4x past the training window
+and reports correlation time (Pearson < 0.8), rollout relative L2 and
+Hamiltonian error (Zhou & Barati Farimani, NeurIPS 2025, Table 2/4/5).
 
 Divergence is counted in every metric (a diverged trajectory decorrelates at
 the step it diverges; its errors are +inf) and HNS is compared with the

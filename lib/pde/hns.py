@@ -278,7 +278,9 @@ class PeriodicCNN(nn.Module):
     channels: hidden channel widths.
     kernel_size: convolution kernel size.
     residual: if True the output is u + CNN(u). `solver` leaves it off: its
-      next-step baseline predicts u_{t+1} - u_t and the rollout adds u.
+      next-step baseline predicts u_{t+1} itself (next_step_target "state",
+      the official 'normal' mode) or u_{t+1} - u_t ("increment", ours),
+      where the rollout adds u.
     derivative_stencil: None, or the d/dx stencil ("central", "smooth",
       "spectral") of a second input channel J u = d/dx u on the periodic
       domain of `length`. It hands the baselines the J operator HNS's

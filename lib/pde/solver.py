@@ -21,6 +21,21 @@ from lib.pde import operators
 from lib.pde import validation
 
 MODEL_KINDS = ("hns", "derivative_cnn", "next_step_cnn")
+# What the next-step CNN outputs, is trained on and steps with:
+# "state" (the official 'normal' mode, modules/train_module.py
+# `get_data_labels` / `inference_step`): f(u_t) = u_{t+1}, the relative L2 of
+# u_{t+1}, rollout u_{t+1} = f(u_t); "increment" (ours until 2026-12-05):
+# f(u_t) = u_{t+1} - u_t, the relative L2 of the increment, rollout
+# u_{t+1} = u_t + f(u_t).
+NEXT_STEP_TARGETS = ("state", "increment")
+
+
+def _check_next_step_target(target):
+  errors.check(
+    target in NEXT_STEP_TARGETS,
+    errors.ConfigError,
+    f"unknown next-step target {target!r}; expected one of {NEXT_STEP_TARGETS}",
+  )
 
 
 def build_model(kind, model_config, length):
@@ -70,7 +85,8 @@ def field_map(kind, model, grid):
   """(params, u [n]) -> the model's per-field output.
 
   HNS: the functional derivative dH_theta/du (autodiff, divided by mu dx).
-  derivative CNN: du/dt. next-step CNN: u_{t+1} - u_t.
+  derivative CNN: du/dt. next-step CNN: u_{t+1} (target "state") or
+  u_{t+1} - u_t ("increment"; see NEXT_STEP_TARGETS).
 
   Raises:
     ConfigError: an unknown kind (a misspelt one was treated as a CNN).
@@ -134,11 +150,19 @@ def relative_l2_loss(kind, model, grid):
   return loss_fn
 
 
-def training_targets(kind, pde, traj, grid, dt, *, label_stencil):
+def training_targets(
+  kind, pde, traj, grid, dt, *, label_stencil, next_step_target="state"
+):
   """Aligned (u, target) arrays [B, T', n] for one model kind.
 
   HNS: analytic dH/du labels on the data. Derivative CNN: 4th-order
-  Richardson du/dt. Next-step CNN: the increment u_{t+1} - u_t.
+  Richardson du/dt. Next-step CNN: inputs u_t = traj[:, :-1] (T' = T - 1, so
+  that every sampled time has its u_{t+1} in the window, as the official
+  `torch.randint(0, nt - 1)`), targets u_{t+1} = traj[:, 1:] with
+  `next_step_target="state"` (the official 'normal' mode,
+  modules/train_module.py `get_data_labels`: label = u[idx + 1]) or the
+  increment u_{t+1} - u_t with "increment" (ours until 2026-12-05). The
+  loss is the relative L2 of that target either way (`relative_l2_loss`).
   """
   if kind == "hns":
     label = hamiltonians.functional_derivative_label(
@@ -149,6 +173,9 @@ def training_targets(kind, pde, traj, grid, dt, *, label_stencil):
     dudt = jax.vmap(integrators.richardson_dudt, in_axes=(0, None))(traj, dt)
     return traj, dudt
   if kind == "next_step_cnn":
+    _check_next_step_target(next_step_target)
+    if next_step_target == "state":
+      return traj[:, :-1], traj[:, 1:]
     return traj[:, :-1], traj[:, 1:] - traj[:, :-1]
   raise errors.ConfigError(
     f"unknown model kind {kind!r}; expected one of {MODEL_KINDS}"
@@ -157,13 +184,34 @@ def training_targets(kind, pde, traj, grid, dt, *, label_stencil):
 
 @functools.partial(
   jax.jit,
-  static_argnames=("kind", "model", "grid_static", "stencil", "num_steps"),
+  static_argnames=(
+    "kind",
+    "model",
+    "grid_static",
+    "stencil",
+    "num_steps",
+    "next_step_target",
+  ),
 )
-def _rollout(params, u0, dt, *, kind, model, grid_static, stencil, num_steps):
+def _rollout(
+  params,
+  u0,
+  dt,
+  *,
+  kind,
+  model,
+  grid_static,
+  stencil,
+  num_steps,
+  next_step_target,
+):
   grid = grid_static.grid
   fmap = field_map(kind, model, grid)
   if kind == "next_step_cnn":
-    step = lambda u: u + fmap(params, u)
+    if next_step_target == "state":
+      step = lambda u: fmap(params, u)
+    else:
+      step = lambda u: u + fmap(params, u)
     roll = lambda v: integrators.next_step_rollout(step, v, num_steps)
   else:
     if kind == "hns":
@@ -191,11 +239,26 @@ class _StaticGrid:
     return isinstance(other, _StaticGrid) and self._key == other._key
 
 
-def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
+def rollout(
+  kind,
+  model,
+  params,
+  u0,
+  grid,
+  *,
+  dt,
+  num_steps,
+  stencil="central",
+  next_step_target="state",
+):
   """Rolls a trained model out from u0 [B, n] -> [B, num_steps + 1, n].
 
   HNS and the derivative CNN use AB2 with an Euler first step (HNS on
-  u_t = J dH_theta/du); the next-step CNN is autoregressive.
+  u_t = J dH_theta/du); the next-step CNN is autoregressive:
+  u_{t+1} = f(u_t) with `next_step_target="state"` (the official 'normal'
+  mode, modules/train_module.py `inference_step`: return pred), u_t + f(u_t)
+  with "increment" (ours until 2026-12-05); it must match the target the
+  model was trained on (`training_targets`).
 
   Raises:
     ShapeError / NonFiniteError / ConfigError: u0 is not [B, n] on the
@@ -207,6 +270,7 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
     f"rollout takes a batch of initial conditions u0 [B, n], got shape "
     f"{jnp.shape(u0)} (one field: u0[None])",
   )
+  _check_next_step_target(next_step_target)
   validation.check_initial_condition(u0, grid.n)
   return _rollout(
     params,
@@ -217,6 +281,7 @@ def rollout(kind, model, params, u0, grid, *, dt, num_steps, stencil="central"):
     grid_static=_StaticGrid(grid),
     stencil=stencil,
     num_steps=num_steps,
+    next_step_target=next_step_target,
   )
 
 

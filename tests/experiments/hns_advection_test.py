@@ -53,6 +53,7 @@ def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
     ("baselines", (), "config.baselines"),
     ("j_stencil", "fourth", "config.j_stencil"),
     ("num_seeds", 0, "config.num_seeds"),
+    ("next_step_target", "residual", "config.next_step_target"),
   ],
 )
 def test_bad_config_fails_before_any_data(tmp_path, key, value, match):

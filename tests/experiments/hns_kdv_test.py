@@ -5,10 +5,13 @@ import os
 import numpy as np
 import pytest
 
+from configs import hns_advection as advection_config
 from configs import hns_kdv as config_lib
+from experiments import _hns
 from experiments import hns_kdv
 from lib.core import errors
 from lib.pde import comparison
+from lib.pde import solver
 from tests import helpers
 
 
@@ -170,7 +173,11 @@ def test_bad_config_fails_before_any_data(tmp_path):
     config.cnn.derivative_stencil = "fourier"
   with pytest.raises(errors.ConfigError, match="config.cnn.derivative_stencil"):
     hns_kdv.run(config, str(tmp_path))
-  for key, value in (("corr_time", "per_batch"), ("corr_batch", 0)):
+  for key, value in (
+    ("corr_time", "per_batch"),
+    ("corr_batch", 0),
+    ("next_step_target", "residual"),
+  ):
     config = config_lib.get_config("smoke")
     with config.unlocked():
       config[key] = value
@@ -187,3 +194,42 @@ def test_data_are_kdv_trajectories():
   # The spatial mean is a KdV invariant.
   mean = np.asarray(val).mean(axis=-1)
   np.testing.assert_allclose(mean, mean[:, :1] * np.ones_like(mean), atol=1e-5)
+
+
+def test_next_step_target_defaults_to_the_official_state_everywhere():
+  # The official 'normal' mode (modules/train_module.py) predicts u_{t+1}.
+  for lib in (config_lib, advection_config):
+    for arg in ("", "quick", "gpu", "quick,smoke"):
+      assert lib.get_config(arg).next_step_target == "state", (lib, arg)
+
+
+@pytest.mark.parametrize("target", ["state", "increment"])
+def test_next_step_target_reaches_training_and_rollout(
+  tmp_path, monkeypatch, fast_compile, target
+):
+  seen = []
+
+  def spy(fn):
+    def wrapped(*args, **kwargs):
+      seen.append((fn.__name__, kwargs["next_step_target"]))
+      return fn(*args, **kwargs)
+
+    return wrapped
+
+  monkeypatch.setattr(solver, "training_targets", spy(solver.training_targets))
+  monkeypatch.setattr(solver, "rollout", spy(solver.rollout))
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config.next_step_target = target
+    config.train.num_steps = 2
+  grid, train, val = hns_kdv.make_data(config)
+  _hns.train_and_rollout(
+    "next_step_cnn",
+    config,
+    grid,
+    train,
+    val,
+    str(tmp_path),
+    _hns.rollout_metrics_fn(config, grid),
+  )
+  assert seen == [("training_targets", target), ("rollout", target)]

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import linen as nn
 
 from lib import pde
 from lib.core import errors
@@ -136,7 +137,13 @@ def test_training_targets_and_batches():
   )
   np.testing.assert_array_equal(label, traj)  # dH/du = u (c = -1)
   u, inc = solver.training_targets(
-    "next_step_cnn", "advection", traj, g, 0.1, label_stencil="central"
+    "next_step_cnn",
+    "advection",
+    traj,
+    g,
+    0.1,
+    label_stencil="central",
+    next_step_target="increment",
   )
   assert u.shape == inc.shape == (3, 7, 16)
   np.testing.assert_allclose(u + inc, traj[:, 1:], atol=1e-6)
@@ -410,13 +417,22 @@ def test_a_misspelt_model_kind_is_refused_by_rollout_and_loss():
     solver.rollout("next_step", model, params, u[None], g, dt=0.1, num_steps=2)
   with pytest.raises(errors.ConfigError, match="unknown model kind"):
     solver.relative_l2_loss("next_step", model, g)
-  # The real kind steps u + CNN(u): one step from u0 is u0 + model(u0).
-  traj = solver.rollout(
-    "next_step_cnn", model, params, u[None], g, dt=0.1, num_steps=1
-  )
-  np.testing.assert_allclose(
-    traj[0, 1], u + model.apply(params, u), rtol=1e-6, atol=1e-6
-  )
+  # The real kind steps CNN(u) ("state") or u + CNN(u) ("increment").
+  for target, expected in (
+    ("state", model.apply(params, u)),
+    ("increment", u + model.apply(params, u)),
+  ):
+    traj = solver.rollout(
+      "next_step_cnn",
+      model,
+      params,
+      u[None],
+      g,
+      dt=0.1,
+      num_steps=1,
+      next_step_target=target,
+    )
+    np.testing.assert_allclose(traj[0, 1], expected, rtol=1e-6, atol=1e-6)
 
 
 def test_non_periodic_message_names_the_offending_field():
@@ -460,3 +476,112 @@ def test_kernel_mlp_functional_refuses_a_batch_of_fields():
   params = model.init(jax.random.key(0), u, g.x, mu_dx)
   h = jax.vmap(lambda v: model.apply(params, v, g.x, mu_dx))(jnp.stack([u, -u]))
   np.testing.assert_allclose(h[1], -h[0])  # linear in u for kappa(x)
+
+
+class _LinearStep(nn.Module):
+  """f(u) = A u with a fixed matrix A (params {"params": {"a": A}})."""
+
+  n: int
+
+  @nn.compact
+  def __call__(self, u):
+    a = self.param("a", nn.initializers.zeros, (self.n, self.n))
+    return a @ u
+
+
+def _next_step_setup():
+  g = pde.periodic_grid(8, 1.0)
+  traj = (
+    jnp.sin(2 * np.pi * (g.x[None, None] - 0.1 * jnp.arange(5)[None, :, None]))
+    * jnp.asarray([1.0, 0.5])[:, None, None]
+  )  # [2, 5, 8]
+  # A = 0.9 x (shift by one point): a contracting advection step.
+  a = 0.9 * jnp.roll(jnp.eye(g.n), 1, axis=0)
+  model = _LinearStep(g.n)
+  return g, traj, model, {"params": {"a": a}}, a
+
+
+def test_next_step_state_targets_and_rollout_are_the_official_normal_mode():
+  # modules/train_module.py: label = u[idx + 1], idx < nt - 1, and the
+  # rollout returns the prediction itself: u_{t+1} = f(u_t).
+  g, traj, model, params, a = _next_step_setup()
+  u, target = solver.training_targets(
+    "next_step_cnn", "advection", traj, g, 0.1, label_stencil="central"
+  )  # "state" is the default
+  np.testing.assert_array_equal(u, traj[:, :-1])
+  np.testing.assert_array_equal(target, traj[:, 1:])
+  pred = solver.rollout(
+    "next_step_cnn", model, params, traj[:, 0], g, dt=0.1, num_steps=4
+  )
+  v, expected = np.asarray(traj[:, 0]), [np.asarray(traj[:, 0])]
+  for _ in range(4):
+    v = v @ np.asarray(a).T
+    expected.append(v)
+  np.testing.assert_allclose(pred, np.stack(expected, 1), rtol=1e-6)
+  # The loss is the relative L2 of u_{t+1}: zero for the exact step map.
+  exact = {"params": {"a": jnp.roll(jnp.eye(g.n), 1, axis=0)}}
+  shift = {"u": traj[:, 0], "target": jnp.roll(traj[:, 0], 1, axis=-1)}
+  loss, _ = solver.relative_l2_loss("next_step_cnn", model, g)(
+    exact, shift, None
+  )
+  assert float(loss) == 0.0
+
+
+def test_next_step_increment_is_the_old_path_bitwise():
+  # "increment" (ours until 2026-12-05): targets u_{t+1} - u_t, rollout
+  # u_t + f(u_t), bit for bit what the next-step CNN did before the option.
+  g, traj, model, params, a = _next_step_setup()
+  u, inc = solver.training_targets(
+    "next_step_cnn",
+    "advection",
+    traj,
+    g,
+    0.1,
+    label_stencil="central",
+    next_step_target="increment",
+  )
+  np.testing.assert_array_equal(u, traj[:, :-1])
+  np.testing.assert_array_equal(inc, traj[:, 1:] - traj[:, :-1])
+  pred = solver.rollout(
+    "next_step_cnn",
+    model,
+    params,
+    traj[:, 0],
+    g,
+    dt=0.1,
+    num_steps=4,
+    next_step_target="increment",
+  )
+  old = jax.jit(
+    jax.vmap(
+      lambda v: pde.next_step_rollout(
+        lambda w: w + model.apply(params, w), v, 4
+      )
+    )
+  )(traj[:, 0])
+  np.testing.assert_array_equal(pred, old)
+
+
+def test_an_unknown_next_step_target_is_refused():
+  g, traj, model, params, _ = _next_step_setup()
+  with pytest.raises(errors.ConfigError, match="next-step target 'residual'"):
+    solver.training_targets(
+      "next_step_cnn",
+      "advection",
+      traj,
+      g,
+      0.1,
+      label_stencil="central",
+      next_step_target="residual",
+    )
+  with pytest.raises(errors.ConfigError, match="next-step target 'residual'"):
+    solver.rollout(
+      "next_step_cnn",
+      model,
+      params,
+      traj[:, 0],
+      g,
+      dt=0.1,
+      num_steps=2,
+      next_step_target="residual",
+    )
