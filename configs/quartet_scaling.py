@@ -52,6 +52,9 @@ def get_config(arg=None):
   # Residual projections' init: "scaled" (official) or "normal" [ours]; see
   # configs/quartet_llm.py.
   config.residual_init = "scaled"
+  # "bfloat16" (official bf16 autocast) or "float32" [ours]; see
+  # configs/quartet_llm.py.
+  config.compute_dtype = "bfloat16"
   # Shared with quartet_llm (its comments say which values are official);
   # the peak lr comes from config.sweep. warmup 10 % as main_setup.sh
   # (WARMUP_STEPS = ITERATIONS / 10; ours until 2026-12-05: 5 %).
