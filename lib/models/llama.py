@@ -3,7 +3,8 @@
 As in Quartet's training code, the fused QKV projection, the attention output
 projection, the fused gate+up projection and the down projection are the
 quantized linears (`QuartetDense`); the embedding, the untied LM head, the
-norms and the attention score/value products stay in high precision.
+norms and the attention score/value products are not quantized (their
+precision: `compute_dtype`, below).
 
 As in that code (IST-DASLab/Quartet src/models/llama.py, base.py):
 `residual_init="scaled"` draws the two residual projections (the attention
@@ -35,7 +36,12 @@ attention output, the SwiGLU product) as the official Triton quantizer
 does, and round their GEMM outputs to bf16 (`quartet_linear`). Not as
 there: the attention is an einsum + softmax, not fused flash attention
 (same roundings: float32 scores and softmax, bf16 probabilities times bf16
-values, bf16 output); XLA may fuse or order the float32 sums differently.
+values, bf16 output); XLA may fuse or order the float32 sums differently;
+in the backward every GEMM output (quantized or not) is rounded to bf16 and
+the trust masks and H32 un-rotations then run in float32, where the official
+custom autograd backward (src/models/quantization/) runs in whatever dtypes
+its tensors carry (it has no `custom_bwd`); jax's bf16 silu may round its
+sigmoid before the product (torch's bf16 silu rounds once).
 
 References:
   Touvron et al., "Llama 2" (2023); Castro et al., "Quartet: Native FP4
