@@ -109,6 +109,9 @@ def get_config(arg=None):
     # The 5-parameter fit converges in ~150 L-BFGS steps on these points.
     config.fit.update(base_steps=200, eff_steps=100, bootstrap_samples=32)
     config.seeds_per_call = 0
+    # compute_dtype stays the official "bfloat16": measured on the 2-core
+    # CPU (2026-12-05), 220 s wall and 223 user-s against 185 s and 200
+    # user-s in "float32" (1.19x wall, 1.11x user).
     config.train.update(
       num_steps=400, log_every=25, checkpoint_every=400, eval_every=50
     )
