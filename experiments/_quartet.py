@@ -67,6 +67,9 @@ def check_config(config) -> None:
     config.residual_init, models.RESIDUAL_INITS, "config.residual_init"
   )
   train_lib.check_one_of(
+    config.compute_dtype, models.COMPUTE_DTYPES, "config.compute_dtype"
+  )
+  train_lib.check_one_of(
     config.optim.schedule, SCHEDULES, "config.optim.schedule"
   )
   train_lib.check_one_of(
@@ -119,6 +122,7 @@ def model_config(config, method: str, model=None) -> models.LlamaConfig:
     rerotate=config.rerotate,
     implementation=config.implementation or None,
     residual_init=config.residual_init,
+    compute_dtype=config.compute_dtype,
   )
 
 

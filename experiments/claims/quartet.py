@@ -14,7 +14,8 @@ _SCALING = dict(paper="quartet", experiment="quartet_scaling", config="quick")
 _SCALE_NOTE = (
   "CPU scale: 3 sizes (27k-400k non-embedding params) x 5 readings "
   "(0.1M-0.4M bytes, D/N 0.25-15) per precision, one seed, constant lr "
-  "after warmup. The base law is fitted in the physical region (alpha, "
+  "after warmup, bf16 matmuls as the official autocast. The base law is "
+  "fitted in the physical region (alpha, "
   "beta > 0, E >= 0, gamma fixed at the paper's 0.2764); ours is the point "
   "fit with a 95 % band: a paired bootstrap over the (N, D) points refits "
   "base and efficiencies per replicate with the same estimator (the point is "
@@ -28,7 +29,9 @@ _SCALE_NOTE = (
 )
 _LLM_NOTE = (
   "CPU scale: 0.4M non-embedding params, D/N 0.5 (paper 25), stdlib bytes, "
-  "the paper's lr 1.2e-3, 3 seeds (vmapped; seed s of every method shares "
+  "the paper's lr 1.2e-3, every method's matmuls in bf16 with float32 "
+  "sums as under the official torch autocast (config.compute_dtype), "
+  "3 seeds (vmapped; seed s of every method shares "
   "init and data order with seed s of bf16). Ours: mean of the per-seed "
   "paired differences with its 95 % Student-t interval (2 degrees of "
   "freedom); a claim holds only if the whole interval passes."

@@ -6,6 +6,7 @@ the digits MLP (SADL, NanoAdam); the 1-D CNN time-series classifier (MIX).
 
 from lib.models.cnn1d import CNN1D
 from lib.models.cnn1d import Conv1D
+from lib.models.llama import COMPUTE_DTYPES
 from lib.models.llama import RESIDUAL_INITS
 from lib.models.llama import Llama
 from lib.models.llama import LlamaConfig

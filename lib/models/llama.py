@@ -3,7 +3,8 @@
 As in Quartet's training code, the fused QKV projection, the attention output
 projection, the fused gate+up projection and the down projection are the
 quantized linears (`QuartetDense`); the embedding, the untied LM head, the
-norms and the attention score/value products stay in high precision.
+norms and the attention score/value products are not quantized (their
+precision: `compute_dtype`, below).
 
 As in that code (IST-DASLab/Quartet src/models/llama.py, base.py):
 `residual_init="scaled"` draws the two residual projections (the attention
@@ -16,6 +17,32 @@ is 1e-6 here, 1e-5 there (`--rmsnorm-eps`); `residual_init="normal"` (the
 default, which the non-Quartet experiments use) draws every weight from
 N(0, 0.02).
 
+Precision (`LlamaConfig.compute_dtype`). "float32" (the default): every
+product in float32, the dense ones at the backend's default precision and
+the unquantized QuartetDense GEMMs at HIGHEST. "bfloat16": the official
+trainer's torch bf16 autocast (IST-DASLab/Quartet src/optim/base.py wraps
+forward and backward in `torch.amp.autocast(dtype=bfloat16)`, `--dtype`
+bfloat16 by default in src/config/base.py): every matmul (the block
+linears, the attention scores and the attention-weighted values, the LM
+head) takes bf16 operands, accumulates in float32 and returns bf16; the
+parameters (and so the optimizer state) stay float32, and so do the
+embedding lookup (torch does not autocast `nn.Embedding`), the residual
+stream (float32 + bf16 is float32), RMSNorm (computed on `x.float()`),
+rotary (`q.float()`), the softmax and the logits that enter the loss (the
+bf16 logits are cast up, as autocast runs `cross_entropy` in float32). The
+SwiGLU product runs on the bf16 linear outputs, as there. Quantized linears
+quantize their float32 inputs (the norms' outputs) or their bf16 ones (the
+attention output, the SwiGLU product) as the official Triton quantizer
+does, and round their GEMM outputs to bf16 (`quartet_linear`). Not as
+there: the attention is an einsum + softmax, not fused flash attention
+(same roundings: float32 scores and softmax, bf16 probabilities times bf16
+values, bf16 output); XLA may fuse or order the float32 sums differently;
+in the backward every GEMM output (quantized or not) is rounded to bf16 and
+the trust masks and H32 un-rotations then run in float32, where the official
+custom autograd backward (src/models/quantization/) runs in whatever dtypes
+its tensors carry (it has no `custom_bwd`); jax's bf16 silu may round its
+sigmoid before the product (torch's bf16 silu rounds once).
+
 References:
   Touvron et al., "Llama 2" (2023); Castro et al., "Quartet: Native FP4
   Training Can Be Optimal for Large Language Models", NeurIPS 2025
@@ -23,6 +50,7 @@ References:
 """
 
 import dataclasses
+import functools
 
 import flax.linen as nn
 import jax
@@ -37,6 +65,8 @@ INIT_STD = 0.02
 RESIDUAL_INITS = ("normal", "scaled")
 # The projections that write into the residual stream (fused and split names).
 RESIDUAL_PROJECTIONS = ("out", "o_proj", "down", "down_proj")
+# LlamaConfig.compute_dtype: float32, or torch's bf16 autocast (module doc).
+COMPUTE_DTYPES = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +91,9 @@ class LlamaConfig:
       attention output and MLP down projections N(0, 0.02 / sqrt(2
       n_layers)), so that the residual stream's variance does not grow with
       depth) or "normal" (every weight N(0, 0.02)).
+    compute_dtype: "float32" or "bfloat16" (the official trainer's bf16
+      autocast: bf16 matmul operands, float32 accumulation, bf16 outputs;
+      float32 parameters, norms, softmax and loss; see the module doc).
   """
 
   vocab_size: int = 256
@@ -77,6 +110,7 @@ class LlamaConfig:
   split_projections: bool = False
   fmt: str = "mxfp4"
   residual_init: str = "normal"
+  compute_dtype: str = "float32"
 
   def __post_init__(self):
     if self.linear not in ("dense", "quartet"):
@@ -84,6 +118,10 @@ class LlamaConfig:
     if self.residual_init not in RESIDUAL_INITS:
       raise errors.ConfigError(
         f"residual_init={self.residual_init!r}: one of {RESIDUAL_INITS}"
+      )
+    if self.compute_dtype not in COMPUTE_DTYPES:
+      raise errors.ConfigError(
+        f"compute_dtype={self.compute_dtype!r}: one of {COMPUTE_DTYPES}"
       )
     if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
       raise errors.ConfigError(
@@ -126,6 +164,46 @@ def non_embedding_params(config: LlamaConfig) -> int:
   return config.n_layers * per_layer + d
 
 
+def _f32_accumulate(lhs, rhs, *args, **kwargs):
+  """lax.dot_general summing in float32 (autocast's bf16 GEMMs)."""
+  kwargs["preferred_element_type"] = jnp.float32
+  return jax.lax.dot_general(lhs, rhs, *args, **kwargs)
+
+
+def _dense(features: int, *, compute_dtype: str, name: str, kernel_init):
+  """A bias-free nn.Dense; under "bfloat16" torch autocast's `F.linear`.
+
+  "float32": nn.Dense as is. "bfloat16": the float32 kernel and the input
+  rounded to bf16, the products summed in float32, the output rounded to
+  bf16. The parameter tree is the same in both.
+  """
+  if compute_dtype == "float32":
+    return nn.Dense(
+      features, use_bias=False, kernel_init=kernel_init, name=name
+    )
+  layer = nn.Dense(
+    features,
+    use_bias=False,
+    dtype=compute_dtype,
+    kernel_init=kernel_init,
+    dot_general=_f32_accumulate,
+    name=name,
+  )
+  return lambda x: layer(x).astype(compute_dtype)
+
+
+def _einsum(spec, a, b, compute_dtype):
+  """jnp.einsum, or under "bfloat16" autocast's: bf16 in, float32 sums."""
+  if compute_dtype == "float32":
+    return jnp.einsum(spec, a, b)
+  return jnp.einsum(
+    spec,
+    a.astype(compute_dtype),
+    b.astype(compute_dtype),
+    preferred_element_type=jnp.float32,
+  )
+
+
 class RMSNorm(nn.Module):
   eps: float = 1e-6
 
@@ -156,17 +234,35 @@ class Block(nn.Module):
       std = INIT_STD / np.sqrt(2 * c.n_layers)
     init = nn.initializers.normal(std)
     if c.linear == "dense":
-      return nn.Dense(features, use_bias=False, kernel_init=init, name=name)
-    return QuartetDense(
+      return _dense(
+        features, compute_dtype=c.compute_dtype, name=name, kernel_init=init
+      )
+    if c.compute_dtype == "float32":
+      return QuartetDense(
+        features,
+        forward=c.forward,
+        backward=c.backward,
+        rerotate=c.rerotate,
+        implementation=c.implementation,
+        fmt=c.fmt,
+        kernel_init=init,
+        name=name,
+      )
+    # The quantizers read the input as it comes (float32 from the norms,
+    # bf16 from attention and SwiGLU) and the float32 kernel; the GEMM
+    # outputs come back rounded to bf16, which the cast keeps.
+    layer = QuartetDense(
       features,
       forward=c.forward,
       backward=c.backward,
       rerotate=c.rerotate,
       implementation=c.implementation,
       fmt=c.fmt,
+      compute_dtype=c.compute_dtype,
       kernel_init=init,
       name=name,
     )
+    return lambda x: layer(x).astype(c.compute_dtype)
 
   @nn.compact
   def __call__(self, x_BLD):
@@ -183,12 +279,18 @@ class Block(nn.Module):
       qkv = self.linear(3 * d, "qkv")(h).reshape(b, seq, 3, c.n_heads, hd)
       q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
     pos = jnp.arange(seq)
+    if c.compute_dtype != "float32":
+      q, k = q.astype(jnp.float32), k.astype(jnp.float32)  # q.float() there
     q, k = rotary(q, pos), rotary(k, pos)
-    logits = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(q.dtype)
+    einsum = functools.partial(_einsum, compute_dtype=c.compute_dtype)
+    logits = einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(hd).astype(q.dtype)
     causal = jnp.tril(jnp.ones((seq, seq), bool))
     logits = jnp.where(causal, logits, jnp.finfo(logits.dtype).min)
     att = jax.nn.softmax(logits, axis=-1)
-    o = jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, seq, d)
+    o = einsum("bhqk,bkhd->bqhd", att, v)
+    if c.compute_dtype != "float32":
+      o = o.astype(c.compute_dtype)  # flash attention's bf16 output
+    o = o.reshape(b, seq, d)
     split = c.split_projections
     x_BLD = x_BLD + self.linear(d, "o_proj" if split else "out")(o)
     h = RMSNorm(name="mlp_norm")(x_BLD)
@@ -225,9 +327,9 @@ class Llama(nn.Module):
     for i in range(c.n_layers):
       x = Block(c, name=f"block_{i}")(x)
     x = RMSNorm(name="final_norm")(x)
-    return nn.Dense(
+    return _dense(
       c.vocab_size,
-      use_bias=False,
+      compute_dtype=c.compute_dtype,
       kernel_init=nn.initializers.normal(INIT_STD),
       name="lm_head",
     )(x).astype(jnp.float32)

@@ -23,8 +23,12 @@ class QuartetDense(nn.Module):
   Attributes:
     features: output size N (multiple of 32).
     use_bias: add a high-precision bias.
-    forward, backward, rerotate, implementation, fmt: see `quartet_linear`.
-    dtype: output dtype.
+    forward, backward, rerotate, implementation, fmt, compute_dtype: see
+      `quartet_linear` (compute_dtype "bfloat16": torch bf16 autocast's
+      GEMMs, the official trainer's; the quantizers read x and the kernel in
+      `dtype`).
+    dtype: the dtype x and the kernel are cast to before quantization, and
+      the output dtype.
     kernel_init: initializer of the [N, K] kernel.
   """
 
@@ -35,6 +39,7 @@ class QuartetDense(nn.Module):
   rerotate: bool = True
   implementation: str | None = None
   fmt: str = "mxfp4"
+  compute_dtype: str = "float32"
   dtype: jnp.dtype = jnp.float32
   kernel_init: nn.initializers.Initializer = nn.initializers.lecun_normal()
 
@@ -57,6 +62,7 @@ class QuartetDense(nn.Module):
       rerotate=self.rerotate,
       implementation=self.implementation,
       fmt=self.fmt,
+      compute_dtype=self.compute_dtype,
     )
     if self.use_bias:
       y = y + self.param("bias", nn.initializers.zeros, (self.features,))

@@ -41,6 +41,8 @@ FORMATS = ("mxfp4", "nvfp4")
 # Forward quantizers per format; the first is the format's default.
 FORWARD_MODES = {"mxfp4": ("quest", "absmax", "bf16"), "nvfp4": ("rtn", "bf16")}
 BACKWARD_MODES = ("sr", "rtn", "bf16")
+# The GEMMs' precision: float32, or torch's bf16 autocast (`quartet_linear`).
+COMPUTE_DTYPES = ("float32", "bfloat16")
 
 
 DTypeError = errors.DTypeError
@@ -110,6 +112,7 @@ def quartet_linear(
   rerotate: bool = True,
   implementation: str | None = None,
   fmt: str = "mxfp4",
+  compute_dtype: str = "float32",
 ) -> jax.Array:
   """y = x W^T with Quartet's FP4 forward and backward.
 
@@ -133,6 +136,13 @@ def quartet_linear(
       selected, else XLA.
     fmt: "mxfp4" (Quartet: E2M1 + E8M0 per 32) or "nvfp4" (E2M1 + E4M3 per
       16 + an fp32 tensor scale; see the module docstring).
+    compute_dtype: "float32" (every GEMM in float32; the unquantized ("bf16")
+      ones at HIGHEST precision) or "bfloat16" (torch bf16 autocast, the
+      official trainer's: the unquantized GEMMs take bf16-rounded operands
+      with float32 accumulation, and every GEMM's output, quantized or not,
+      is rounded to bf16, as autocast's bf16 `F.linear` returns; the
+      quantizers still read the float32 operands, and the masks and
+      un-rotations run in float32).
 
   Returns:
     y [..., N] in x's dtype.
@@ -144,6 +154,10 @@ def quartet_linear(
   if forward is None and fmt in FORMATS:
     forward = FORWARD_MODES[fmt][0]
   _check_args(x, w, forward, backward, implementation, fmt)
+  if compute_dtype not in COMPUTE_DTYPES:
+    raise errors.ConfigError(
+      f"compute_dtype={compute_dtype!r} is not one of {COMPUTE_DTYPES}"
+    )
   _check_key(key)
   lead = x.shape[:-1]
   if x.size == 0 or w.size == 0:
@@ -156,7 +170,7 @@ def quartet_linear(
   if pad:
     x2 = jnp.pad(x2, ((0, pad), (0, 0)))
   # fp32 inside; the casts' own VJPs return gradients in the input dtypes.
-  y = _quartet_matmul(
+  y = _QUARTET_MATMUL[compute_dtype](
     x2.astype(jnp.float32),
     w.astype(jnp.float32),
     key,
@@ -196,29 +210,66 @@ def _matmul(a, b, implementation):
   return ops.mx_matmul(a, b, implementation=implementation)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
-def _quartet_matmul(
-  x, w, key, forward, backward, rerotate, implementation, fmt
+def _dense_matmul(a, b, compute_dtype):
+  """a[M, C] @ b[P, C]^T unquantized: float32 at HIGHEST, or bf16 autocast.
+
+  Under "bfloat16" the operands are rounded to bf16 and the products summed
+  in float32 (torch autocast's `F.linear`: bf16 inputs, fp32 accumulation);
+  the bf16 rounding of the output is `_round_output`'s.
+  """
+  if compute_dtype == "float32":
+    return jnp.dot(a, b.T, precision=jax.lax.Precision.HIGHEST)
+  dt = jnp.dtype(compute_dtype)
+  return jnp.dot(
+    a.astype(dt), b.T.astype(dt), preferred_element_type=jnp.float32
+  )
+
+
+def _round_output(y, compute_dtype):
+  """A GEMM's float32 output rounded to `compute_dtype` (autocast's bf16 out)."""
+  if compute_dtype == "float32":
+    return y
+  return y.astype(compute_dtype).astype(jnp.float32)
+
+
+def _fwd(
+  x,
+  w,
+  key,
+  forward,
+  backward,
+  rerotate,
+  implementation,
+  fmt,
+  compute_dtype="float32",
 ):
-  y, _ = _fwd(x, w, key, forward, backward, rerotate, implementation, fmt)
-  return y
-
-
-def _fwd(x, w, key, forward, backward, rerotate, implementation, fmt):
   xq, mx = _forward_quantize(x, forward, implementation, fmt)
   wq, mw = _forward_quantize(w, forward, implementation, fmt)
   if forward == "bf16":
-    y = jnp.dot(x, w.T, precision=jax.lax.Precision.HIGHEST)
+    y = _dense_matmul(x, w, compute_dtype)
   else:
     y = _matmul(xq, wq, implementation)
   # Residuals are FP4 codes + scales (+ 1-bit masks), not bf16 copies.
-  return y, (xq, wq, mx, mw, key)
+  return _round_output(y, compute_dtype), (xq, wq, mx, mw, key)
 
 
-def _backward_gemm(a, b, seeds, signs, backward, implementation, fmt):
+def _backward_gemm(
+  a, b, seeds, signs, backward, implementation, fmt, compute_dtype
+):
   """a[M, C] @ b[P, C]^T with both operands quantized along C (backward)."""
+  return _round_output(
+    _backward_product(
+      a, b, seeds, signs, backward, implementation, fmt, compute_dtype
+    ),
+    compute_dtype,
+  )
+
+
+def _backward_product(
+  a, b, seeds, signs, backward, implementation, fmt, compute_dtype
+):
   if backward == "bf16":
-    return jnp.dot(a, b.T, precision=jax.lax.Precision.HIGHEST)
+    return _dense_matmul(a, b, compute_dtype)
   stochastic = backward == "sr"
   if fmt == "nvfp4":
     qa, qb = (
@@ -241,7 +292,16 @@ def _backward_gemm(a, b, seeds, signs, backward, implementation, fmt):
   return ops.mx_matmul(qa, qb, implementation=implementation)
 
 
-def _bwd(forward, backward, rerotate, implementation, fmt, res, e):
+def _bwd(
+  forward,
+  backward,
+  rerotate,
+  implementation,
+  fmt,
+  res,
+  e,
+  compute_dtype="float32",
+):
   xq, wq, mx, mw, key = res
   k_signs, k_e, k_w, k_et, k_x = jax.random.split(key, 5)
   # One sign vector per call, shared by all four backward quantizations: it
@@ -250,7 +310,11 @@ def _bwd(forward, backward, rerotate, implementation, fmt, res, e):
   seeds = [reference.seed_from_key(k) for k in (k_e, k_w, k_et, k_x)]
   x_hat, w_hat = _dense(xq), _dense(wq)  # rotated domain unless bf16 forward
   gemm = functools.partial(
-    _backward_gemm, backward=backward, implementation=implementation, fmt=fmt
+    _backward_gemm,
+    backward=backward,
+    implementation=implementation,
+    fmt=fmt,
+    compute_dtype=compute_dtype,
   )
   dx = gemm(e, w_hat.T, seeds[:2], signs)
   dw = gemm(e.T, x_hat.T, seeds[2:], signs)
@@ -264,4 +328,21 @@ def _bwd(forward, backward, rerotate, implementation, fmt, res, e):
   return dx, dw, None
 
 
-_quartet_matmul.defvjp(_fwd, _bwd)
+def _make_quartet_matmul(compute_dtype: str):
+  """The custom_vjp GEMM of one compute dtype (a closure: one per dtype)."""
+
+  @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+  def matmul(x, w, key, forward, backward, rerotate, implementation, fmt):
+    y, _ = _fwd(
+      x, w, key, forward, backward, rerotate, implementation, fmt, compute_dtype
+    )
+    return y
+
+  matmul.defvjp(
+    functools.partial(_fwd, compute_dtype=compute_dtype),
+    functools.partial(_bwd, compute_dtype=compute_dtype),
+  )
+  return matmul
+
+
+_QUARTET_MATMUL = {d: _make_quartet_matmul(d) for d in COMPUTE_DTYPES}

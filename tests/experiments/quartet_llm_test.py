@@ -73,6 +73,7 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
     (dict(methods=("quartet",)), "must include 'bf16'"),
     (dict(implementation="cuda"), "config.implementation='cuda'"),
     (dict(seeds=0), "config.seeds=0"),
+    (dict(compute_dtype="float16"), "config.compute_dtype='float16'"),
     (dict(interval_level=1.5), "config.interval_level=1.5"),
     (dict(model=dict(d_model=48)), "config.model.d_model=48"),
     (dict(model=dict(n_heads=3)), "must split into 3"),
@@ -174,3 +175,35 @@ def test_old_optimizer_is_a_config_mode():
   config.optim.schedule = "cosine"
   with pytest.raises(ConfigError, match="config.optim.schedule"):
     _quartet.check_config(config)
+
+
+def test_bf16_autocast_step_keeps_float32_params_and_optimizer_state():
+  # As torch autocast: bf16 matmuls, float32 master weights and AdamW moments.
+  config = config_lib.get_config("quick,smoke")
+  assert config_lib.get_config().compute_dtype == "bfloat16"  # official
+  assert config_lib.get_config("gpu").compute_dtype == "bfloat16"
+  with config.unlocked():
+    config.compute_dtype = "bfloat16"
+  for method in ("bf16", "quartet"):
+    llama = models.Llama(_quartet.model_config(config, method))
+    assert llama.config.compute_dtype == "bfloat16"
+    tx = _quartet.make_optimizer(config)
+    tokens = jax.random.randint(jax.random.key(0), (2, 33), 0, 256)
+    params = llama.init(jax.random.key(1), tokens[:, :-1])
+
+    def loss_fn(p, batch, key, llama=llama):
+      logits = llama.apply(p, batch[:, :-1], rngs={"quant": key})
+      return models.next_token_loss(logits, batch[:, 1:]), {}
+
+    step = jax.jit(train_lib.make_train_step(loss_fn, tx))
+    state, metrics = step(
+      train_lib.create_state(params, tx), tokens, jax.random.key(2)
+    )
+    assert np.isfinite(float(metrics["loss"]))
+    for leaf in jax.tree.leaves((state.params, state.opt_state)):
+      if jnp.issubdtype(leaf.dtype, jnp.floating):
+        assert leaf.dtype == jnp.float32, method
+    moved = jax.tree.map(
+      lambda a, b: bool(jnp.any(a != b)), params, state.params
+    )
+    assert all(jax.tree.leaves(moved)), method

@@ -98,6 +98,9 @@ def test_paper_sizes_have_the_official_widths_and_warmup():
   assert config.optim.schedule == "one_cycle"
   assert config.optim.weight_decay_mask == "linear"
   assert config.residual_init == "scaled"
+  # The official trainer's torch bf16 autocast (src/optim/base.py).
+  assert config.compute_dtype == "bfloat16"
+  assert config_lib.get_config("gpu").compute_dtype == "bfloat16"
 
 
 @pytest.mark.parametrize(
@@ -107,6 +110,7 @@ def test_paper_sizes_have_the_official_widths_and_warmup():
     (dict(read_steps=(2, 8)), "go past config.train.num_steps"),
     (dict(methods=("quartet", "bf16")), "must start with 'bf16'"),
     (dict(methods=("bf16", "fp8")), r"config.methods='fp8' is not one of"),
+    (dict(compute_dtype="fp16"), "config.compute_dtype='fp16' is not one of"),
   ],
 )
 def test_bad_sweep_configs_name_the_key(tmp_path, override, match):

@@ -181,3 +181,90 @@ def test_swiglu_hidden_gives_the_paper_param_counts():
     assert models.non_embedding_params(c) == n
   # int(8/3 d) up to a multiple: 85 -> 96, 170 -> 192, 341 -> 352 by 32.
   assert [models.swiglu_hidden(d, 32) for d in (32, 64, 128)] == [96, 192, 352]
+
+
+def _bf16(a):
+  """a rounded to bfloat16, as float64."""
+  return np.asarray(
+    jnp.asarray(a, jnp.float32).astype(jnp.bfloat16), np.float64
+  )
+
+
+@pytest.mark.parametrize("linear", ["dense", "quartet"])
+def test_float32_default_is_the_float32_path(linear):
+  tokens = jax.random.randint(jax.random.key(0), (2, 16), 0, 256)
+  outs = []
+  for extra in ({}, {"compute_dtype": "float32"}):
+    c = models.LlamaConfig(
+      d_model=64, n_layers=1, n_heads=2, mlp_hidden=96, linear=linear, **extra
+    )
+    model = models.Llama(c)
+    params = jax.jit(model.init)(jax.random.key(1), tokens)
+    outs.append(jax.jit(model.apply)(params, tokens))
+  assert models.LlamaConfig().compute_dtype == "float32"
+  np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _captured(compute_dtype, linear="dense"):
+  c = models.LlamaConfig(
+    d_model=64,
+    n_layers=1,
+    n_heads=2,
+    mlp_hidden=96,
+    linear=linear,
+    forward="bf16",
+    backward="bf16",
+    compute_dtype=compute_dtype,
+  )
+  model = models.Llama(c)
+  tokens = jax.random.randint(jax.random.key(0), (2, 16), 0, 256)
+  params = jax.jit(model.init)(jax.random.key(1), tokens)
+  logits, state = jax.jit(
+    lambda p, t: model.apply(
+      p, t, capture_intermediates=True, mutable=["intermediates"]
+    )
+  )(params, tokens)
+  return params, logits, state["intermediates"]
+
+
+@pytest.mark.parametrize("linear", ["dense", "quartet"])
+def test_bfloat16_lm_head_is_torch_autocast(linear):
+  # Oracle from the math of torch bf16 autocast's F.linear: the float32
+  # norm output and kernel rounded to bf16, summed in float32 (here exactly,
+  # in float64), the logits rounded to bf16 and cast up for the loss.
+  params, logits, inter = _captured("bfloat16", linear)
+  h = inter["final_norm"]["__call__"][0]
+  assert h.dtype == jnp.float32  # RMSNorm in float32, as x.float() there
+  kernel = params["params"]["lm_head"]["kernel"]
+  assert kernel.dtype == jnp.float32
+  want = _bf16(_bf16(h) @ _bf16(kernel))
+  assert logits.dtype == jnp.float32
+  # Float32 sums in another order may cross a bf16 rounding boundary.
+  np.testing.assert_allclose(logits, want, rtol=2**-8, atol=1e-7)
+  assert np.mean(np.asarray(logits, np.float64) == want) > 0.97
+  # The block's matmuls ran in bf16 too: a bounded, nonzero change.
+  _, logits32, _ = _captured("float32", linear)
+  diff = float(jnp.max(jnp.abs(logits - logits32)))
+  assert 1e-4 < diff < 0.05 * float(jnp.max(jnp.abs(logits32)))
+
+
+def test_bfloat16_block_keeps_a_float32_residual_stream():
+  # bf16 matmuls inside the branches; the residual adds stay float32.
+  c = models.LlamaConfig(
+    d_model=64, n_layers=1, n_heads=2, mlp_hidden=96, linear="dense"
+  )
+  c16 = models.LlamaConfig(**{**c.__dict__, "compute_dtype": "bfloat16"})
+  tokens = jax.random.randint(jax.random.key(0), (1, 8), 0, 256)
+  params = models.Llama(c).init(jax.random.key(1), tokens)
+  x = jax.random.normal(jax.random.key(2), (1, 8, 64))
+  block = {"params": params["params"]["block_0"]}
+  y32 = models.llama.Block(c).apply(block, x)
+  y16 = models.llama.Block(c16).apply(block, x)
+  assert y16.dtype == jnp.float32  # the residual stream stays float32
+  rel = float(jnp.linalg.norm(y16 - y32) / jnp.linalg.norm(y32 - x))
+  assert 1e-4 < rel < 2e-2  # bf16 roundings of the branch outputs only
+
+
+def test_bad_compute_dtype():
+  with pytest.raises(errors.ConfigError, match="compute_dtype='float16'"):
+    models.LlamaConfig(compute_dtype="float16")

@@ -242,3 +242,71 @@ def test_empty_operands_give_the_empty_product(x_shape, w_shape):
   dx, dw = jax.jit(jax.grad(loss, (0, 1)))(x, w)
   np.testing.assert_array_equal(dx, np.zeros(x_shape))
   np.testing.assert_array_equal(dw, np.zeros(w_shape))
+
+
+def _bf16(a):
+  """a rounded to bfloat16, as float64."""
+  return np.asarray(
+    jnp.asarray(a, jnp.float32).astype(jnp.bfloat16), np.float64
+  )
+
+
+@functools.partial(
+  jax.jit, static_argnames=("forward", "backward", "compute_dtype")
+)
+def _vjp_in(x, w, e, key, forward, backward, compute_dtype):
+  def f(x, w):
+    return quant.quartet_linear(
+      x,
+      w,
+      key,
+      forward=forward,
+      backward=backward,
+      compute_dtype=compute_dtype,
+    )
+
+  y, vjp = jax.vjp(f, x, w)
+  return (y, *vjp(e))
+
+
+def test_bfloat16_unquantized_gemms_are_torch_autocast():
+  # The official bf16 baseline (F.linear under torch bf16 autocast): bf16
+  # operands, float32 sums, bf16 output, in the forward and both backward
+  # GEMMs. Oracle: the bf16-rounded operands' exact product, rounded to bf16.
+  k = jax.random.split(jax.random.key(4), 3)
+  x = jax.random.normal(k[0], (64, 64))
+  w = jax.random.normal(k[1], (32, 64))
+  e = jnp.asarray(_bf16(jax.random.normal(k[2], (64, 32))), jnp.float32)
+  got = _vjp_in(x, w, e, jax.random.key(1), "bf16", "bf16", "bfloat16")
+  xb, wb, eb = _bf16(x), _bf16(w), _bf16(e)
+  wants = (_bf16(xb @ wb.T), _bf16(eb @ wb), _bf16(eb.T @ xb))
+  exact = (
+    np.float64(x) @ np.float64(w).T,
+    eb @ np.float64(w),
+    eb.T @ np.float64(x),
+  )
+  for g, want, ex in zip(got, wants, exact):
+    assert g.dtype == jnp.float32
+    # Float32 sums in another order may land on the other side of a bf16
+    # rounding boundary (one bf16 ulp, or the float32 sum's own error where
+    # the terms cancel), and rarely: the rest is bitwise the oracle.
+    np.testing.assert_allclose(g, want, rtol=2**-8, atol=1e-4)
+    assert np.mean(np.asarray(g, np.float64) == want) > 0.97
+    assert 1e-8 < _rel(g, ex) < 1e-4  # bf16-sized, not float32-sized
+  # The default stays float32 at HIGHEST: not bf16-rounded.
+  f32 = _vjp_in(x, w, e, jax.random.key(1), "bf16", "bf16", "float32")
+  assert _rel(f32[0], exact[0]) < 1e-12
+
+
+def test_bfloat16_rounds_the_quantized_gemm_outputs():
+  # The MXFP4 operands are exact in bf16: only the GEMM's output rounds.
+  k = jax.random.split(jax.random.key(5), 2)
+  x = jax.random.normal(k[0], (64, 64))
+  w = jax.random.normal(k[1], (32, 64))
+  e = jnp.ones((64, 32))
+  y32 = _vjp_in(x, w, e, jax.random.key(1), "quest", "sr", "float32")[0]
+  y16 = _vjp_in(x, w, e, jax.random.key(1), "quest", "sr", "bfloat16")[0]
+  np.testing.assert_array_equal(y16, _bf16(y32))
+  assert not np.array_equal(y16, y32)
+  with pytest.raises(errors.ConfigError, match="compute_dtype='float16'"):
+    quant.quartet_linear(x, w, jax.random.key(0), compute_dtype="float16")
