@@ -237,20 +237,10 @@ class Block(nn.Module):
       return _dense(
         features, compute_dtype=c.compute_dtype, name=name, kernel_init=init
       )
-    if c.compute_dtype == "float32":
-      return QuartetDense(
-        features,
-        forward=c.forward,
-        backward=c.backward,
-        rerotate=c.rerotate,
-        implementation=c.implementation,
-        fmt=c.fmt,
-        kernel_init=init,
-        name=name,
-      )
-    # The quantizers read the input as it comes (float32 from the norms,
-    # bf16 from attention and SwiGLU) and the float32 kernel; the GEMM
-    # outputs come back rounded to bf16, which the cast keeps.
+    # Under "bfloat16" the quantizers read the input as it comes (float32
+    # from the norms, bf16 from attention and SwiGLU) and the float32
+    # kernel; the GEMM outputs come back rounded to bf16, which the cast
+    # keeps.
     layer = QuartetDense(
       features,
       forward=c.forward,
@@ -262,6 +252,8 @@ class Block(nn.Module):
       kernel_init=init,
       name=name,
     )
+    if c.compute_dtype == "float32":
+      return layer
     return lambda x: layer(x).astype(c.compute_dtype)
 
   @nn.compact
