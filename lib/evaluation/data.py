@@ -44,6 +44,8 @@ def load_csv(path: str, columns: dict, group_values=()) -> dict:
     WorkdirError: the file is missing or unreadable. ConfigError: a named
     column is absent, or a value is missing, not a number or out of range.
   """
+  if os.path.isdir(path):
+    raise errors.WorkdirError(f"evaluation CSV {path!r} is a directory")
   if not os.path.isfile(path):
     raise errors.WorkdirError(f"evaluation CSV {path!r} does not exist")
   unknown = sorted(set(columns) - set(_EXPECTED))
