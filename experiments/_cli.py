@@ -173,11 +173,19 @@ def _parse_flags(argv):
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     sys.exit(f"error: {lines[-1] if lines else e}")
   except (AttributeError, KeyError) as e:
-    key = str(e).strip(chr(34))
+    # ml_collections raises KeyError("'key'"), or an AttributeError holding
+    # one, whose message has a second line 'Did you mean "keys" instead of
+    # "key"?' for a near miss (str() would show it as a repr with a literal
+    # backslash-n).
+    text = e
+    while isinstance(text, AttributeError | KeyError) and text.args:
+      text = text.args[0]
+    key, _, hint = str(text).strip(chr(34)).partition("\n")
     named = [o for o in overrides if key.strip("'") in o.split(".")[1:]]
+    hint = f" ({hint.strip()})" if hint.strip() else ""
     sys.exit(
       f"error: unknown config key {key} in "
-      f"{' '.join(named or overrides) or '--config'}"
+      f"{' '.join(named or overrides) or '--config'}{hint}"
     )
   except (TypeError, ValueError) as e:
     sys.exit(f"error: bad config: {e}")

@@ -101,6 +101,24 @@ def check_pde_config(config, pde_name: str) -> None:
     "config.next_step_target",
   )
   _checks.integer(config.corr_batch, "config.corr_batch")
+  p = config.pde
+  for key in ("num_train", "train_steps", "rollout_steps", "num_modes"):
+    _checks.integer(p[key], f"config.pde.{key}")
+  _checks.integer(p.n_x, "config.pde.n_x", minimum=2)
+  _checks.integer(p.max_wavenumber, "config.pde.max_wavenumber")
+  for key in ("length", "dt", "max_amplitude") + (
+    ("solver_dt",) if "solver_dt" in p else ()
+  ):
+    _checks.number(p[key], f"config.pde.{key}", above=0)
+  for key in ("width", "num_layers", "proj_dim", "film_kernel_size"):
+    _checks.integer(config.hns[key], f"config.hns.{key}")
+  _checks.number(config.hns.omega0, "config.hns.omega0", above=0)
+  _checks.integer(config.cnn.kernel_size, "config.cnn.kernel_size")
+  _checks.integers(config.cnn.channels, "config.cnn.channels")
+  _checks.integer(config.batch_size, "config.batch_size")
+  _checks.number(config.lr, "config.lr", above=0)
+  _checks.number(config.weight_decay, "config.weight_decay", at_least=0)
+  _checks.integer(config.warmup_steps, "config.warmup_steps", minimum=0)
   errors.check(
     config.pde.num_val >= 2,
     errors.ConfigError,

@@ -95,9 +95,30 @@ def load_images(config) -> tuple[np.ndarray, np.ndarray]:
     )
   else:
     images = load_digits()[0][..., None]
+    if images.max() > d.num_levels - 1:
+      raise errors.ConfigError(
+        f"config.data.num_levels={d.num_levels}: the digits have grey levels "
+        f"up to {int(images.max())}, so num_levels must be >= "
+        f"{int(images.max()) + 1}"
+      )
   train_idx, test_idx = split_indices(
     len(images), test_fraction=d.test_fraction, seed=d.split_seed
   )
+  source = f"data.images_npy {d.images_npy!r}" if d.images_npy else "digits"
+  if not (len(train_idx) and len(test_idx)):
+    raise errors.ShapeError(
+      f"{source} holds {len(images)} images: too few "
+      f"for a train and a test split at data.test_fraction="
+      f"{d.test_fraction:g} ({len(train_idx)} train, {len(test_idx)} test)"
+    )
+  f = 2**config.image.num_levels
+  if config.image.enabled and (images.shape[1] % f or images.shape[2] % f):
+    raise errors.ShapeError(
+      f"{source} holds {images.shape[1]}x"
+      f"{images.shape[2]} images; the image flow's config.image.num_levels="
+      f"{config.image.num_levels} squeezes need height and width divisible "
+      f"by {f} (or --config.image.enabled=False)"
+    )
   return images[train_idx], images[test_idx]
 
 
@@ -189,7 +210,7 @@ def summarize(result, name, params) -> dict:
     "test_bpd": float(np.mean(bpds)),
     "test_bpd_std": float(np.std(bpds)),
     "train_bpd": float(
-      np.mean([last[r].get("train_bpd", np.nan) for r in runs])
+      np.mean([float(last[r].get("train_bpd", np.nan)) for r in runs])
     ),
     "params": num_params(params),
     "linear_params": density.mixing_param_count(params),
@@ -329,8 +350,9 @@ def run(config, workdir) -> dict:
 
 def _run(config, workdir) -> dict:
   check_config(config)
-  train_lib.prepare_run(workdir, config)
+  # The user's images are read and checked before the workdir is written.
   images = dict(zip(("train", "test"), load_images(config)))
+  train_lib.prepare_run(workdir, config)
   num_dims, k = int(np.prod(images["train"].shape[1:])), config.data.num_levels
   results = {
     # A uniform density on [0, 1)^D: the bookkeeping anchor log2(K).

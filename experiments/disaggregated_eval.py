@@ -361,8 +361,9 @@ def forest_figure(path, results, margin) -> None:
 
 def run(config, workdir) -> dict:
   check_config(config)
-  train_lib.prepare_run(workdir, config)
-  # The user's CSV is read and checked first, before minutes of simulation.
+  # The user's CSV is read and checked first, before minutes of simulation
+  # and before the workdir is written (a config.json naming a bad csv_path
+  # would refuse the corrected rerun).
   data = None
   if config.csv_path:
     data = ev.load_csv(
@@ -370,6 +371,7 @@ def run(config, workdir) -> dict:
       dict(config.csv_columns),
       tuple(config.csv_group_values),
     )
+  train_lib.prepare_run(workdir, config)
   results = {}
   root = rng.root_key(config.seed)
   sweep = train_lib.Sweep(len(config.settings), name="disaggregated_eval")

@@ -97,6 +97,12 @@ def check_config(config) -> None:
   _checks.integer(c.steps, "config.llama.steps")
   _checks.multiple_of(c.steps, config.train.log_every, "config.llama.steps")
   _checks.fraction(c.purity, "config.llama.purity", closed=True)
+  errors.check(
+    c.d_model % c.n_heads == 0 and c.d_model // c.n_heads % 2 == 0,
+    errors.ConfigError,
+    f"config.llama.d_model={c.d_model} must split into "
+    f"config.llama.n_heads={c.n_heads} heads of an even size",
+  )
   if config.dim != c.d_model:
     raise errors.ConfigError(
       f"config.dim={config.dim} must equal config.llama.d_model={c.d_model} "

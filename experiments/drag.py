@@ -54,6 +54,7 @@ def check_config(config) -> None:
   _checks.integer(config.latent, "config.latent")
   _checks.number(config.beta, "config.beta", above=0)
   _checks.number(config.lr, "config.lr", above=0)
+  _checks.number(config.weighter_lr, "config.weighter_lr", above=0)
   if not isinstance(config.taus, tuple | list) or not config.taus:
     raise errors.ConfigError(
       f"config.taus={config.taus!r} names no DRAG temperature; give at "

@@ -29,6 +29,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from experiments import _hns
 from lib import pde
@@ -112,6 +113,13 @@ def check_config(config) -> None:
     f"config.lrs={lrs} must be distinct positive learning rates",
   )
   _hns.check_seeds(config.num_seeds)
+  d = config.data
+  _checks.integer(d.n_x, "config.data.n_x", minimum=2)
+  _checks.integer(d.num_train, "config.data.num_train")
+  _checks.integer(d.num_val, "config.data.num_val")
+  for lo, hi in (("lo", "hi"), ("disc_lo", "disc_hi")):
+    _checks.number(d[lo], f"config.data.{lo}")
+    _checks.number(d[hi], f"config.data.{hi}", above=d[lo])
 
 
 def _stats(values):

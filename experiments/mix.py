@@ -74,6 +74,26 @@ def check_config(config) -> None:
   _checks.integer(config.greedy_candidates, "config.greedy_candidates")
   _checks.integer(config.greedy_steps, "config.greedy_steps")
   _checks.number(config.learning_rate, "config.learning_rate", above=0)
+  _checks.integer(config.deletion_points, "config.deletion_points", minimum=2)
+  if "synthetic" in config.datasets:
+    s = config.synthetic
+    _checks.integer(s.num_train, "config.synthetic.num_train", minimum=2)
+    # The explained series: the first half picks the view, the rest score.
+    _checks.integer(s.num_test, "config.synthetic.num_test", minimum=4)
+    _checks.integer(s.start, "config.synthetic.start", minimum=0)
+    _checks.integer(s.width, "config.synthetic.width")
+    _checks.integer(s.length, "config.synthetic.length")
+    errors.check(
+      s.start + s.width <= s.length,
+      errors.ConfigError,
+      f"config.synthetic.start + width = {s.start + s.width} exceeds "
+      f"config.synthetic.length={s.length}",
+    )
+    _checks.multiple_of(
+      s.length, 2 ** max(config.levels), "config.synthetic.length"
+    )
+    _checks.number(s.cycles, "config.synthetic.cycles", above=0)
+    _checks.number(s.noise, "config.synthetic.noise", at_least=0)
   errors.check(
     len(config.model.channels) == len(config.model.kernel_sizes),
     errors.ConfigError,

@@ -26,6 +26,7 @@ import numpy as np
 import optax
 from absl import logging
 
+from experiments import _checks
 from experiments import _cli
 from lib import models
 from lib import train as train_lib
@@ -127,6 +128,11 @@ def check_config(config) -> None:
     f"config.finetune.seeds={c.seeds!r} must be an integer >= 1",
   )
   train_lib.sweep_grid(lr=lrs, seed=range(c.seeds))  # Repeated lrs.
+  _checks.fraction(config.data.test_fraction, "config.data.test_fraction")
+  _checks.number(config.pretrain.lr, "config.pretrain.lr", above=0)
+  _checks.integers(config.model.hidden, "config.model.hidden")
+  _checks.number(config.stable_margin, "config.stable_margin", at_least=0)
+  _checks.fraction(config.interval_level, "config.interval_level")
 
 
 @functools.cache

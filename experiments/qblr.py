@@ -73,6 +73,7 @@ def check_config(config) -> None:
   for (part, _), (key, _) in _GRIDS.items():
     upper = 1.0 if key == "blr_rhos" else None
     _check_grid(config[part][key], f"config.{part}.{key}", upper=upper)
+  checks.number(m.true_mu, "config.mle.true_mu")
   for key in ("true_sigma2", "true_nu", "kappa0", "tol"):
     checks.number(m[key], f"config.mle.{key}", above=0)
   for key in ("prior_precision", "sigma2_0", "nu0", "kappa0", "rdog_eps"):
@@ -84,8 +85,11 @@ def check_config(config) -> None:
   for part in ("mle", "vi"):
     checks.integer(config[part].max_halvings, f"config.{part}.max_halvings", 0)
   xi0 = tuple(m.xi0)
-  ok = len(xi0) == 3 and xi0[1] > 0 and xi0[2] > 0
-  message = f"config.mle.xi0={xi0} must be (mu, sigma2 > 0, nu > 0)"
+  ok = len(xi0) == 3 and all(
+    isinstance(x, int | float) and math.isfinite(x) for x in xi0
+  )
+  ok = ok and xi0[1] > 0 and xi0[2] > 0
+  message = f"config.mle.xi0={xi0} must be finite (mu, sigma2 > 0, nu > 0)"
   check(ok, ConfigError, message)
   for key in ("test_fraction", "elbo_ema", "interval_level"):
     checks.fraction(v[key], f"config.vi.{key}")

@@ -35,6 +35,7 @@ import optax
 from absl import logging
 from jax.flatten_util import ravel_pytree
 
+from experiments import _checks
 from experiments import _cli
 from lib import models
 from lib import train as train_lib
@@ -77,6 +78,20 @@ def check_part(part, where: str) -> None:
     errors.ConfigError,
     f"{where}.seeds={part.seeds!r} must be an int >= 1",
   )
+  for key in ("b1", "b2"):
+    _checks.number(part[key], f"{where}.{key}", at_least=0, below=1)
+  _checks.number(part.eps, f"{where}.eps", above=0)
+  _checks.integer(part.fetchsgd_rows, f"{where}.fetchsgd_rows")
+  if "hidden" in part:  # the MLP part
+    _checks.integer(part.hidden, f"{where}.hidden")
+    _checks.integer(part.local_steps, f"{where}.local_steps")
+    _checks.number(part.client_lr, f"{where}.client_lr", above=0)
+    _checks.fraction(part.test_fraction, f"{where}.test_fraction")
+  else:  # the quadratic part
+    _checks.integers(part.dims, f"{where}.dims")
+    _checks.integer(part.sketch_size, f"{where}.sketch_size", minimum=2)
+    _checks.number(part.exponent, f"{where}.exponent")
+    _checks.number(part.target_spread, f"{where}.target_spread", at_least=0)
 
 
 def digits_problem(config) -> compare.Problem:

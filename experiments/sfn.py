@@ -88,6 +88,7 @@ def check_config(config) -> None:
     c = config[phase]
     _checks.integer(c.steps, f"config.{phase}.steps")
     _checks.number(c.lr, f"config.{phase}.lr", above=0)
+    _checks.number(c.weight_decay, f"config.{phase}.weight_decay", at_least=0)
     _checks.fraction(c.addition_fraction, f"config.{phase}.addition_fraction")
     _checks.multiple_of(
       c.steps, config.train.log_every, f"config.{phase}.steps"

@@ -54,6 +54,7 @@ def check_config(config) -> None:
       sc.train_correlation, "config.spurious.train_correlation", closed=True
     )
     _checks.fraction(sc.test_fraction, "config.spurious.test_fraction")
+    _checks.number(sc.patch_value, "config.spurious.patch_value")
     _checks.integer(sc.width, "config.spurious.width", minimum=2)
     _checks.number(sc.alpha, "config.spurious.alpha", above=0)
     _checks.number(sc.sgd_lr, "config.spurious.sgd_lr", above=0)

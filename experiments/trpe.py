@@ -52,6 +52,10 @@ def check_config(config) -> None:
     config.eval_trajectories, "config.eval_trajectories", minimum=2
   )
   _checks.number(config.finetune.lr, "config.finetune.lr", above=0)
+  _checks.integer(
+    config.finetune.trajectories, "config.finetune.trajectories", minimum=2
+  )
+  _checks.number(config.learning_rate, "config.learning_rate", above=0)
   try:
     make_grid(config)
     trpe_config(config, config.objectives[0])

@@ -67,7 +67,8 @@ def load_corpus(path: str = "", max_bytes: int = 0) -> np.ndarray:
     max_bytes: keep only the first max_bytes tokens (0: all).
 
   Raises:
-    ConfigError: the path does not exist or holds no text, or max_bytes < 0.
+    ConfigError: the path does not exist, is an empty file or holds no text,
+      or max_bytes < 0.
   """
   errors.check(
     max_bytes >= 0,
@@ -85,6 +86,11 @@ def load_corpus(path: str = "", max_bytes: int = 0) -> np.ndarray:
   else:
     with open(path, "rb") as f:
       tokens = np.frombuffer(f.read(), np.uint8)
+    errors.check(
+      tokens.size > 0,
+      errors.ConfigError,
+      f"text corpus path {path!r} is an empty file",
+    )
   return tokens[:max_bytes] if max_bytes else tokens
 
 

@@ -44,6 +44,8 @@ def load_csv(path: str, columns: dict, group_values=()) -> dict:
     WorkdirError: the file is missing or unreadable. ConfigError: a named
     column is absent, or a value is missing, not a number or out of range.
   """
+  if os.path.isdir(path):
+    raise errors.WorkdirError(f"evaluation CSV {path!r} is a directory")
   if not os.path.isfile(path):
     raise errors.WorkdirError(f"evaluation CSV {path!r} does not exist")
   unknown = sorted(set(columns) - set(_EXPECTED))
@@ -56,7 +58,8 @@ def load_csv(path: str, columns: dict, group_values=()) -> dict:
   codes = _group_codes(group_values)
   out = {role: [] for role in wanted}
   try:
-    with open(path, newline="", encoding="utf-8") as f:
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" export starts with a BOM.
+    with open(path, newline="", encoding="utf-8-sig") as f:
       reader = csv.DictReader(f)
       header = reader.fieldnames or []
       missing = sorted(v for v in wanted.values() if v not in header)

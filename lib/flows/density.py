@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -66,21 +67,60 @@ _FROZEN_PARAM_NAMES = frozenset({"diag_sign", "perm", "sign"})
 def load_level_images(path: str, num_levels: int, *, name: str) -> np.ndarray:
   """A .npy of (N, H, W[, C]) integer levels in [0, K-1] -> float32 (N, H, W, C).
 
-  Raises ConfigError (missing file, levels out of range), ShapeError or
-  NonFiniteError, each naming the file (`name`: its config key).
+  Floats are accepted only when every value is a whole number (levels saved
+  as float32); fractions (images scaled to [0, 1]) are refused, never
+  dequantised as if they were levels.
+
+  Raises ConfigError (missing or unreadable file, levels out of range or not
+  integers), DTypeError, ShapeError (no images) or NonFiniteError, each
+  naming the file (`name`: its config key).
   """
   source = f"{name} {path!r}"
   if not os.path.exists(path):
     raise errors.ConfigError(f"{source} not found")
-  images = np.load(path).astype(np.float32)
+  try:
+    with open(path, "rb") as fh:  # np.load leaks its own on a damaged zip
+      images = np.load(fh, allow_pickle=False)
+      if isinstance(images, np.lib.npyio.NpzFile):
+        images.close()
+        raise errors.ConfigError(
+          f"{source} is an .npz archive; save one (N, H, W[, C]) array with "
+          "np.save"
+        )
+  except errors.ConfigError:
+    raise
+  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+    first = (str(e).splitlines() or [type(e).__name__])[0]
+    if "pickle" in first:
+      first = "not numpy's array format, or an array of Python objects"
+    raise errors.ConfigError(
+      f"{source} is not a readable .npy array ({first})"
+    ) from None
+  if images.dtype.kind not in "biuf":
+    raise errors.DTypeError(
+      f"{source} holds {images.dtype} values, not integer levels"
+    )
   if images.ndim == 3:
     images = images[..., None]
   if images.ndim != 4:
     raise errors.ShapeError(
       f"{source} must hold (N, H, W) or (N, H, W, C), got {images.shape}"
     )
-  if not np.all(np.isfinite(images)):
-    raise errors.NonFiniteError(f"{source} has non-finite entries")
+  if not images.size:
+    raise errors.ShapeError(f"{source} holds no images, shape {images.shape}")
+  if images.dtype.kind == "f":
+    if not np.all(np.isfinite(images)):
+      raise errors.NonFiniteError(f"{source} has non-finite entries")
+    whole = images == np.round(images)
+    if not whole.all():
+      i = np.unravel_index(np.argmin(whole), images.shape)
+      raise errors.ConfigError(
+        f"{source} holds a non-integer level ({images[i]}) at index "
+        f"{tuple(int(j) for j in i)}; levels are integers in "
+        f"[0, {num_levels - 1}] (images scaled to [0, 1]? save "
+        "round(x * (num_levels - 1)))"
+      )
+  images = images.astype(np.float32)
   if images.min() < 0 or images.max() > num_levels - 1:
     raise errors.ConfigError(
       f"{source} values must lie in [0, {num_levels - 1}] "

@@ -366,7 +366,9 @@ def validate_sections(config, where: str = "config") -> None:
   """Validates, anywhere in `config`, what needs no knowledge of the experiment.
 
   Every section that holds the training keys is a training config; every key named
-  like `batch_size` or ending in `_batch_size` must be a positive integer.
+  like `batch_size` or ending in `_batch_size` must be a positive integer, and
+  every `seed` or `*_seed` an integer >= 0 (numpy's generators refuse a
+  negative seed, deep inside the data preparation).
   """
   if not hasattr(config, "items"):
     return
@@ -379,6 +381,12 @@ def validate_sections(config, where: str = "config") -> None:
         isinstance(value, int) and not isinstance(value, bool) and value > 0,
         errors.ConfigError,
         f"{name}={value!r} must be a positive integer",
+      )
+    if key == "seed" or key.endswith("_seed"):
+      errors.check(
+        isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+        errors.ConfigError,
+        f"{name}={value!r} must be an integer >= 0",
       )
     if hasattr(value, "items"):
       validate_sections(value, name)

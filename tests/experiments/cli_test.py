@@ -17,10 +17,15 @@ def _last_line(proc):
   "extra,expected",
   [
     (("--config.train.lerning_rate=1",), "unknown config key 'lerning_rate'"),
+    (  # a near miss: ml_collections' suggestion, not its escaped repr
+      ("--config.train.num_step=4",),
+      "unknown config key 'num_step' in --config.train.num_step (Did you "
+      'mean "num_steps" instead of "num_step"?)',
+    ),
     (("--config.train.num_steps=abc",), "--config.train.num_steps=abc"),
     (("--config.optim.gd_lr=1e39", *_FAST), "non-finite loss (nan) at step 2"),
   ],
-  ids=["unknown_key", "wrong_type", "non_finite"],
+  ids=["unknown_key", "near_miss_key", "wrong_type", "non_finite"],
 )
 def test_one_line_errors(tmp_path, extra, expected):
   proc = run_binary(

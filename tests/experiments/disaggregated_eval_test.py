@@ -140,3 +140,33 @@ def test_simulate_with_traced_numbers_equals_the_static_setting():
     want, got = static(key, st, 300), ev.simulate(key, st, 300)
     for k in want:
       np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
+
+
+@pytest.mark.parametrize(
+  "rows, match",
+  [
+    (None, "does not exist"),
+    ("", "no column"),
+    ("score,label,group\n", "header but no data rows"),
+    ("score,label,group\n0.2,0,0\n0.7,1,0\n", "no row of group 1"),
+  ],
+  ids=["missing", "empty", "header_only", "one_group"],
+)
+def test_bad_csv_fails_before_the_workdir_is_written(tmp_path, rows, match):
+  # A bad csv_path leaves no config.json, which would refuse the rerun
+  # with the corrected path in the same workdir.
+  path = tmp_path / "scores.csv"
+  if rows is not None:
+    path.write_text(rows)
+  workdir = tmp_path / "run"
+  config = _config(settings=("covariate_shift",), csv_path=str(path))
+  with pytest.raises(errors.UserError, match=match) as e:
+    ex.run(config, str(workdir))
+  assert "\n" not in str(e.value) and "scores.csv" in str(e.value)
+  assert not workdir.exists() or not os.listdir(workdir)
+
+
+def test_a_directory_is_not_a_csv(tmp_path):
+  config = _config(settings=("covariate_shift",), csv_path=str(tmp_path))
+  with pytest.raises(errors.WorkdirError, match="is a directory"):
+    ex.run(config, str(tmp_path / "run"))

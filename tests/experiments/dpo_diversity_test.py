@@ -88,6 +88,15 @@ def test_config_errors_name_the_key(key, value, match):
     ex.check_config(config)
 
 
+def test_llama_heads_that_do_not_split_d_model_name_the_keys():
+  # Was "d_model=16 must split into 3 even-sized heads", after config.json.
+  config = config_lib.get_config("quick,llama,smoke")
+  with config.unlocked():
+    config.llama.n_heads = 3
+  with pytest.raises(errors.ConfigError, match=r"llama\.n_heads=3 heads"):
+    ex.check_config(config)
+
+
 def test_llama_embedding_mode_runs_the_same_sweep(tmp_path, fast_compile):
   config = config_lib.get_config("quick,llama,smoke")
   assert config.embeddings == "llama"

@@ -46,6 +46,7 @@ def test_claim_keys_exist_for_the_quick_taus():
     ("taus", (1.0, 0.0), r"config.taus\[1\]"),
     ("start", (0.45, 0.1), "inside a wall"),
     ("horizon", 0, "config.horizon"),
+    ("weighter_lr", float("nan"), "config.weighter_lr"),  # ran to the end
   ],
 )
 def test_config_errors(key, value, match):

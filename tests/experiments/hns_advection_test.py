@@ -54,12 +54,25 @@ def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
     ("j_stencil", "fourth", "config.j_stencil"),
     ("num_seeds", 0, "config.num_seeds"),
     ("next_step_target", "residual", "config.next_step_target"),
+    # Numbers out of range: each was a deep traceback after training began
+    # (num_train 0: a gather; hns.width 0: a division by zero) or trained
+    # on garbage to the end (lr nan, pde.dt < 0).
+    ("pde.num_train", 0, r"config\.pde\.num_train=0 must be an integer"),
+    ("pde.dt", -1.0, r"config\.pde\.dt=-1\.0 must be a finite number > 0"),
+    ("pde.n_x", 0, r"config\.pde\.n_x=0"),
+    ("pde.rollout_steps", 0, r"config\.pde\.rollout_steps=0"),
+    ("hns.width", 0, r"config\.hns\.width=0"),
+    ("cnn.kernel_size", 0, r"config\.cnn\.kernel_size=0"),
+    ("lr", float("nan"), r"config\.lr=nan must be a finite number > 0"),
+    ("weight_decay", -1.0, r"config\.weight_decay=-1\.0"),
+    ("batch_size", 0, r"config\.batch_size=0"),
   ],
 )
 def test_bad_config_fails_before_any_data(tmp_path, key, value, match):
   config = config_lib.get_config("smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     hns_advection.run(config, str(tmp_path))
   assert not (tmp_path / "hns").exists()

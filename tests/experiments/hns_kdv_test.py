@@ -177,10 +177,13 @@ def test_bad_config_fails_before_any_data(tmp_path):
     ("corr_time", "per_batch"),
     ("corr_batch", 0),
     ("next_step_target", "residual"),
+    ("pde.solver_dt", 0.0),  # the ETDRK4 step
+    ("pde.num_modes", 0),
   ):
     config = config_lib.get_config("smoke")
+    section, _, name = key.rpartition(".")
     with config.unlocked():
-      config[key] = value
+      (config[section] if section else config)[name] = value
     with pytest.raises(errors.ConfigError, match=f"config.{key}"):
       hns_kdv.run(config, str(tmp_path / key))
 

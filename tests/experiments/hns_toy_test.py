@@ -142,15 +142,21 @@ def test_smoke_run_tunes_both_models_and_pairs_seeds(tmp_path, fast_compile):
     ("functionals", (), "config.functionals"),
     ("lrs", (1e-3, -1.0), "config.lrs"),
     ("num_seeds", 0, "config.num_seeds"),
+    # num_train 0 was a traceback after training began; n_x 0 and lo >= hi
+    # one-line errors without their key, after config.json.
+    ("data.num_train", 0, r"config\.data\.num_train=0"),
+    ("data.n_x", 0, r"config\.data\.n_x=0"),
+    ("data.lo", 2.0, r"config\.data\.hi=1\.0 must be a finite number > 2"),
   ],
 )
 def test_bad_config_fails_before_any_data(tmp_path, key, value, match):
   config = config_lib.get_config("smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     hns_toy.run(config, str(tmp_path))
-  assert not (tmp_path / "linear_ikf").exists()
+  assert not os.listdir(tmp_path)
 
 
 def test_quick_config_matches_paper_setting():

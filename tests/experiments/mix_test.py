@@ -47,11 +47,23 @@ def test_bundled_ucr_files_load_when_sktime_is_installed():
   [
     ("datasets", ("Nope",), "config.datasets"),
     ("num_explain", 2, "config.num_explain"),
+    # Each of these was a traceback (num_train, num_test 0) or a one-line
+    # error without its key (deletion_points, length) after training.
+    ("deletion_points", 0, "config.deletion_points=0"),
+    ("synthetic.num_train", 0, "config.synthetic.num_train=0"),
+    ("synthetic.num_test", 0, "config.synthetic.num_test=0"),
+    ("synthetic.length", 12, r"config.synthetic.start \+ width = 16"),
+    ("synthetic.length", 33, "config.synthetic.length=33 must be a multiple"),
+    ("synthetic.noise", float("nan"), "config.synthetic.noise=nan"),
   ],
 )
-def test_config_errors_name_the_key(key, value, match):
+def test_config_errors_name_the_key(tmp_path, key, value, match):
   config = config_lib.get_config("quick,smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
+  with pytest.raises(errors.ConfigError, match=match):  # before any work
+    ex.run(config, str(tmp_path))
+  assert not os.listdir(tmp_path)

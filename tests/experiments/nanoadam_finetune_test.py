@@ -128,6 +128,10 @@ def test_zero_steps_and_early_errors(tmp_path, monkeypatch, fast_compile):
     ("finetune.seeds", 0, "seeds"),
     ("nanoadam.density", 1.5, "density"),
     ("nanoadam.moments_on_change", "keep", "moments_on_change"),
+    # Were one-line errors without their key, interval_level after training.
+    ("data.test_fraction", 0.0, r"config\.data\.test_fraction=0\.0"),
+    ("interval_level", float("nan"), r"config\.interval_level=nan"),
+    ("pretrain.lr", -1.0, r"config\.pretrain\.lr=-1\.0"),
   ]
   for i, (key, value, match) in enumerate(bad):
     config = _config()

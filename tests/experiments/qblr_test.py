@@ -37,6 +37,10 @@ def test_config_variants_and_typos():
     ("vi.blr_rhos", (0.5, 2.0), r"config\.vi\.blr_rhos holds 2\.0"),
     ("mle.qng_betas", (), r"config\.mle\.qng_betas is empty"),
     ("vi.test_fraction", 1.5, r"config\.vi\.test_fraction"),
+    # NaN data: "the reference MLE did not converge (max |grad| nan): raise
+    # config.mle.reference_em_steps", after config.json.
+    ("mle.true_mu", float("nan"), r"config\.mle\.true_mu=nan"),
+    ("mle.xi0", (float("nan"), 1.0, 10.0), r"config\.mle\.xi0=.* finite"),
   ],
 )
 def test_bad_options_fail_in_one_line_before_any_work(

@@ -206,6 +206,28 @@ def test_bad_input_is_a_clear_error(tmp_path):
     sadl_config.get_config("huge")
 
 
+@pytest.mark.parametrize(
+  "key,value,match",
+  [
+    # Each was a deep traceback (hidden 0: flax's fan computation) or a
+    # one-line error without its key after the quadratic part trained.
+    ("mlp.hidden", 0, r"config\.mlp\.hidden=0 must be an integer >= 1"),
+    ("mlp.local_steps", 0, r"config\.mlp\.local_steps=0"),
+    ("mlp.client_lr", float("nan"), r"config\.mlp\.client_lr=nan"),
+    ("mlp.test_fraction", 0.0, r"config\.mlp\.test_fraction=0\.0"),
+    ("quadratic.sketch_size", 0, r"config\.quadratic\.sketch_size=0"),
+    ("quadratic.b2", 1.0, r"config\.quadratic\.b2=1\.0 must be"),
+  ],
+)
+def test_bad_numbers_name_the_key_before_any_work(tmp_path, key, value, match):
+  config = sadl_config.get_config("quick,smoke")
+  part, name = key.split(".")
+  config[part][name] = value
+  with pytest.raises(ConfigError, match=match):
+    sadl_exp.run(config, str(tmp_path))
+  assert not os.listdir(tmp_path)
+
+
 def test_two_process_command_line_matches_one_process(tmp_path):
   """The documented localhost command: 2 processes x 4 CPU devices."""
   workdir = tmp_path / "mp"

@@ -48,12 +48,16 @@ def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
     ("freeze_sets", {"o": ("oproj",)}, "config.freeze_sets.o"),
     ("digits", 0, "config.digits"),
     ("batch_size", 1, "config.batch_size"),
+    # Was "bimodality needs > 3 values, got 0" after model A trained.
+    ("pretrain.weight_decay", float("nan"), "config.pretrain.weight_decay"),
+    ("finetune.weight_decay", -1.0, "config.finetune.weight_decay"),
   ],
 )
 def test_config_errors_name_the_key(key, value, match):
   config = config_lib.get_config("quick,smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
 

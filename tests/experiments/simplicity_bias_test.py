@@ -7,6 +7,7 @@ import pytest
 
 from configs import simplicity_bias as config_lib
 from experiments import simplicity_bias
+from lib.core import errors
 from lib.core import mesh as mesh_lib
 from tests import helpers
 
@@ -67,3 +68,23 @@ def test_one_device_matches_eight(tmp_path):
     )
     losses[n] = [h["loss"] for h in history]
   np.testing.assert_allclose(losses[1], losses[8], rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+  "key,value,match",
+  [
+    # NaN patches trained both optimizers on NaN images to a "nan" loss and
+    # 0.0 accuracies in results.json, with no error.
+    ("spurious.patch_value", float("nan"), "config.spurious.patch_value=nan"),
+    ("optim.adam_b2", 1.0, "config.optim.adam_b2=1.0"),
+  ],
+)
+def test_bad_options_fail_in_one_line_before_any_work(
+  tmp_path, key, value, match
+):
+  config = config_lib.get_config("quick,smoke")
+  section, name = key.split(".")
+  config[section][name] = value
+  with pytest.raises(errors.ConfigError, match=match):
+    simplicity_bias.run(config, str(tmp_path))
+  assert not os.listdir(tmp_path)

@@ -40,12 +40,18 @@ def test_smoke_results_figures_and_claim_keys(tmp_path, fast_compile):
     ("objectives", ("sum",), "config.objectives"),
     ("kl_threshold", 0.0, "kl_threshold"),
     ("trust_region", "both", "trust_region"),
+    # Fine-tuning's trajectories were refused (without the key) only after
+    # every objective trained; a negative lr ran gradient descent on the
+    # entropy to the end.
+    ("finetune.trajectories", 0, r"config\.finetune\.trajectories=0"),
+    ("learning_rate", -1.0, r"config\.learning_rate=-1\.0"),
   ],
 )
 def test_config_errors(key, value, match):
   config = config_lib.get_config("quick,smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
 

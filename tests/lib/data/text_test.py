@@ -63,6 +63,11 @@ def test_bad_user_input_is_a_one_line_config_error(tmp_path):
     text.load_corpus(str(tmp_path / "a.txt"), max_bytes=-5)
   with pytest.raises(errors.ConfigError, match="seq_len"):
     text.eval_windows(np.arange(100), 0, 3)
+  # An empty text file was "validation split of 0 tokens is shorter than
+  # seq_len + 1", naming neither the file nor that it is empty.
+  (tmp_path / "empty.txt").write_bytes(b"")
+  with pytest.raises(errors.ConfigError, match="empty.txt' is an empty file"):
+    text.load_corpus(str(tmp_path / "empty.txt"))
 
 
 def test_token_npz_must_hold_exactly_one_array(tmp_path):

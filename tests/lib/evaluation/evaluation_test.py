@@ -207,6 +207,13 @@ def test_csv_loader(tmp_path):
     errors.ConfigError, match=r"unknown role\(s\) \['labels'\]"
   ):
     ev.load_csv(str(path), {"score": "s", "labels": "lab", "group": "grp"})
+  # A spreadsheet's "CSV UTF-8" export (a BOM first) said "no column(s)
+  # ['s']; the file has ['\ufeffs', ...]".
+  bom = tmp_path / "bom.csv"
+  bom.write_text(path.read_text(), encoding="utf-8-sig")
+  columns = {"score": "s", "label": "lab", "group": "grp"}
+  for key, value in ev.load_csv(str(bom), columns).items():
+    np.testing.assert_array_equal(value, d[key])
 
 
 def test_unknown_group_model_kind_is_refused():

@@ -434,3 +434,26 @@ def test_float64_state_restores_as_float64(tmp_path):
     assert step == 1
     assert restored["w"].dtype == jnp.float64
     np.testing.assert_array_equal(restored["w"], state["w"])
+
+
+@pytest.mark.parametrize(
+  "section,key", [("data", "split_seed"), ("train", "seed"), ("", "seed")]
+)
+def test_a_negative_seed_is_named_before_any_work(tmp_path, section, key):
+  # np.random.default_rng(-1) raised "expected non-negative integer" deep in
+  # an experiment's data preparation (sfn data_seed, nanoadam_finetune
+  # data.split_seed, sadl seed), after config.json was written.
+  import ml_collections
+
+  config = ml_collections.ConfigDict(
+    {
+      "data": {"split_seed": 0},
+      "train": dict(common.train_config(num_steps=4, log_every=2)),
+      "seed": 0,
+    }
+  )
+  (config[section] if section else config)[key] = -1
+  name = ".".join(p for p in ("config", section, key) if p)
+  with pytest.raises(errors.ConfigError, match=rf"{name}=-1 must be an"):
+    train_lib.prepare_run(str(tmp_path / "run"), config)
+  assert not (tmp_path / "run").exists()
