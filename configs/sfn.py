@@ -66,6 +66,8 @@ def get_config(arg=None):
     config.batch_size = 64
     config.pretrain.steps = 2000
     config.finetune.steps = 1500
+    # Every phase's steps are a multiple of log_every (1500 is not of 200).
+    config.train.log_every = 100
   if arg.smoke:
     config.seeds = 2
     config.model.update(d_model=32, n_layers=2, mlp_hidden=64)

@@ -177,3 +177,29 @@ def test_binary_checks_its_config_before_any_write(path):
       assert first_check < _first_line(fns[name], "prepare_run"), (
         f"{path}: {name}() writes config.json before check_config"
       )
+
+
+# Every variant a config ships passes its own binary's check: a variant that
+# only its `,smoke` form ever ran could carry a value the full run refuses
+# (the gpu variant of sfn had finetune.steps 1500 with log_every 200).
+_VARIANTS = ("", "quick", "gpu", "quick,smoke", "gpu,smoke")
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _runnable_binaries()])
+def test_every_variant_passes_its_own_check(path):
+  import importlib  # pylint: disable=g-import-not-at-top
+
+  name = os.path.basename(path)[:-3]
+  configs = importlib.import_module(f"configs.{name}")
+  binary = importlib.import_module(f"experiments.{name}")
+  checked = 0
+  for arg in _VARIANTS:
+    try:
+      config = configs.get_config(arg)
+    except ValueError as e:
+      if "unknown variant" in str(e):
+        continue
+      raise
+    binary.check_config(config)
+    checked += 1
+  assert checked >= 2, f"{path}: fewer than two variants checked"
