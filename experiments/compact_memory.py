@@ -404,10 +404,12 @@ def boundary_figure(path, traces) -> None:
 
 def run(config, workdir) -> dict:
   check_config(config)
+  # Every dataset (a user's file above all) is read and checked before the
+  # workdir is written (a bad file must not leave a config.json behind) and
+  # before any trains.
+  loaded = {name: load_dataset(config, name) for name in config.datasets}
   train_lib.prepare_run(workdir, config)
   results, traces = {}, {}
-  # Every dataset (a user's file above all) is checked before any trains.
-  loaded = {name: load_dataset(config, name) for name in config.datasets}
   with jax.enable_x64(True):  # the official code runs in float64
     sweep = train_lib.Sweep(len(config.datasets), name="compact_memory")
     for name in config.datasets:

@@ -136,8 +136,8 @@ def from_arrays(
   Raises:
     ShapeError: lengths differ, features not 2-D, or labels not 1-D.
     NonFiniteError: NaN/inf in the features.
-    ConfigError: labels outside [0, num_classes) or not integers, or
-      test_fraction outside [0, 1).
+    ConfigError: labels outside [0, num_classes) or not integers, a single
+      class, or test_fraction outside [0, 1).
   """
   x = np.asarray(features)
   y = np.asarray(labels)
@@ -171,6 +171,11 @@ def from_arrays(
   if num_classes is None:
     num_classes = int(np.max(y)) + 1 if y.size else 0
   y = check_labels(y, num_classes, f"{what} labels")
+  if len(np.unique(y)) < 2:
+    raise errors.ConfigError(
+      f"{what} labels hold one class ({y[0].item()}); a classifier needs at "
+      "least 2 (every model would score 1.0)"
+    )
   rng = np.random.default_rng(seed)
   xs, ys, tx, ty = [], [], [], []
   for task in np.unique(t):
@@ -206,6 +211,10 @@ def load_feature_file(path: str, **kwargs) -> Tasks:
   )
   if not os.path.exists(path):
     raise errors.ConfigError(f"feature file {path!r} does not exist")
+  if os.path.isdir(path):
+    raise errors.ConfigError(
+      f"feature file {path!r} is a directory; expected {expected}"
+    )
   ext = os.path.splitext(path)[1].lower()
   if ext != ".npz":
     raise errors.ConfigError(

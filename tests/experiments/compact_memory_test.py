@@ -194,3 +194,28 @@ def test_digits_compact_beats_replay_at_5_per_task(tmp_path, fast_compile):
   res = compact_memory.run(config, str(tmp_path))["digits"]
   compact, replay = res["compact"]["m5"]["mean"], res["replay"]["m5"]["mean"]
   assert compact > replay + 0.05, (compact, replay)
+
+
+def test_bad_feature_files_fail_before_the_workdir_is_written(tmp_path):
+  r = np.random.default_rng(0)
+  one_class = _write(
+    tmp_path / "one.npz", r.normal(size=(40, 3)), np.zeros(40, int),
+    np.repeat([0, 1], 20),
+  )  # fmt: skip
+  (tmp_path / "dir.npz").mkdir()
+  cases = (
+    (str(tmp_path / "none.npz"), "does not exist"),
+    (str(tmp_path / "dir.npz"), "is a directory"),
+    (one_class, "one class"),
+  )
+  workdir = tmp_path / "w"
+  for path, match in cases:
+    config = config_lib.get_config("quick,smoke")
+    with config.unlocked():
+      config.datasets = ("file",)
+      config.feature_file = path
+    with pytest.raises(errors.ConfigError, match=match):
+      compact_memory.run(config, str(workdir))
+    # Nothing written: the corrected rerun in this workdir is not refused
+    # as "another config".
+    assert not os.path.exists(workdir / "config.json"), path
