@@ -127,10 +127,29 @@ def model_config(config, method: str, model=None) -> models.LlamaConfig:
 
 
 def load_data(config) -> dict:
-  """Device-ready data: the train byte stream and fixed validation windows."""
+  """Device-ready data: the train byte stream and fixed validation windows.
+
+  A corpus too short for one window of seq_len + 1 tokens in either split
+  is a one-line ConfigError naming the corpus and the keys to change (the
+  binaries call this before the workdir is written).
+  """
   d = config.data
   tokens = text.load_corpus(d.path, d.max_bytes)
   train, val = text.train_val_split(tokens, d.val_fraction)
+  corpus = repr(d.path) if d.path else "the stdlib corpus"
+  # Training draws windows of seq_len + 1 at random starts (at least two
+  # starts), validation takes them from its start.
+  for split, part, need in (
+    ("training", train, d.seq_len + 2),
+    ("validation", val, d.seq_len + 1),
+  ):
+    if len(part) < need:
+      raise errors.ConfigError(
+        f"config.data.path={corpus}: its {split} split holds {len(part)} "
+        f"of its {len(tokens)} tokens, fewer than the {need} that "
+        f"config.data.seq_len={d.seq_len} needs; use a longer corpus, a "
+        "smaller data.seq_len or another data.val_fraction"
+      )
   return {
     "train": train,
     "val": text.eval_windows(val, d.seq_len, d.eval_windows),

@@ -68,9 +68,9 @@ def check_config(config) -> None:
 def run(config, workdir) -> dict:
   """Trains every method over every seed; returns val losses and paired gaps."""
   check_config(config)
+  data = _quartet.load_data(config)  # a bad corpus: before the workdir
   train_lib.prepare_run(workdir, config)
   logging.info("devices: %s", jax.devices())
-  data = _quartet.load_data(config)
   methods = list(config.methods)
   sweep = train_lib.Sweep(len(methods), name="quartet_llm")
   val_loss, histories = {}, {}

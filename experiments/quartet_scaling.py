@@ -109,14 +109,15 @@ def check_config(config) -> None:
   sizes(config)
 
 
-def sweep(config, workdir) -> list[dict]:
+def sweep(config, workdir, data) -> list[dict]:
   """Trains every (size, method) over the seeds; one point per reading.
+
+  `data`: `_quartet.load_data(config)`.
 
   A point's loss is the mean over seeds; a point where any seed diverged
   keeps `val_loss` NaN and `finite_fraction` < 1 (it is left out of the fit
   and listed in results, not dropped silently).
   """
-  data = _quartet.load_data(config)
   tokens_per_step = config.data.batch_size * config.data.seq_len
   points = []
   runs = [(size, m) for size in sizes(config) for m in config.methods]
@@ -304,9 +305,10 @@ def fit_figure(path: str, points, law, effs) -> None:
 def run(config, workdir) -> dict:
   """Sweeps, fits, draws; returns effN/effD per method and the base law."""
   check_config(config)
+  data = _quartet.load_data(config)  # a bad corpus: before the workdir
   train_lib.prepare_run(workdir, config)
   logging.info("devices: %s", jax.devices())
-  points = sweep(config, workdir)
+  points = sweep(config, workdir, data)
   fitted = fit(config, points)
   figure = os.path.join(workdir, "scaling_fit.png")
   fit_figure(figure, points, fitted["law"], fitted["eff"])

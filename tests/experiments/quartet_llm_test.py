@@ -11,8 +11,10 @@ import pytest
 import scipy.stats
 
 from configs import quartet_llm as config_lib
+from configs import quartet_scaling as scaling_config
 from experiments import _quartet
 from experiments import quartet_llm
+from experiments import quartet_scaling
 from experiments.claims import quartet as quartet_claims
 from experiments.claims import report
 from lib import models
@@ -88,6 +90,28 @@ def test_bad_config_fails_before_training(tmp_path, override, match):
   assert "\n" not in str(e.value)
   # Nothing trained: no method sub-workdir exists.
   assert not any(os.path.isdir(tmp_path / m) for m in _quartet.METHODS)
+
+
+@pytest.mark.parametrize("binary", [quartet_llm, quartet_scaling])
+def test_short_corpus_fails_before_the_workdir_is_written(tmp_path, binary):
+  # The smoke windows are 64 + 1 tokens; 2 % of 2,000 bytes is 40 for
+  # validation. A corpus this short was refused after config.json was
+  # written (so the corrected rerun in that workdir was refused as another
+  # config), naming neither the file nor data.seq_len.
+  corpus = tmp_path / "short.txt"
+  corpus.write_text("x" * 2000)
+  config = (config_lib if binary is quartet_llm else scaling_config).get_config(
+    "quick,smoke"
+  )
+  with config.unlocked():
+    config.data.path = str(corpus)
+    config.data.seq_len = 64
+  workdir = tmp_path / "w"
+  with pytest.raises(ConfigError, match="validation split holds 40") as e:
+    binary.run(config, str(workdir))
+  assert "config.data.path=" in str(e.value)
+  assert "config.data.seq_len=64" in str(e.value)
+  assert not os.path.exists(workdir / "config.json")
 
 
 def test_paired_interval_is_the_student_t_interval():
