@@ -91,6 +91,7 @@ def check_config(config) -> None:
   _checks.one_of(config.hns.film, hns_lib.FILMS, "config.hns.film")
   for key in ("width", "num_layers", "proj_dim", "film_kernel_size"):
     _checks.integer(config.hns[key], f"config.hns.{key}")
+  _checks.number(config.hns.omega0, "config.hns.omega0", above=0)
   _checks.integers(config.cnn.channels, "config.cnn.channels")
   _checks.integer(config.cnn.kernel_size, "config.cnn.kernel_size")
   for key in ("train_steps", "rollout_steps", "repeats"):

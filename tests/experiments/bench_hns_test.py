@@ -51,3 +51,13 @@ def test_gpu_smoke_is_the_smoke_run():
   )
   assert set(diff) == {"variant"}, diff
   bench_hns.check_config(config_lib.get_config("gpu"))
+
+
+def test_omega0_is_checked():
+  from lib.core import errors
+
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config.hns.omega0 = 0.0  # SIREN's frequency: sin(0 x) = 0
+  with pytest.raises(errors.ConfigError, match=r"config\.hns\.omega0=0\.0"):
+    bench_hns.check_config(config)
