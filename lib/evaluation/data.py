@@ -13,12 +13,16 @@ import numpy as np
 
 from lib.core import errors
 
+# Larger |x| overflows float32 in the variance of x's polynomial features
+# (`metrics.polynomial_features`): NaN features, NaN metrics, no error.
+_X_LIMIT = 1e15
+
 # What each role's column must hold (for the messages).
 _EXPECTED = {
   "score": "a probability in [0, 1]",
   "label": "0 or 1",
   "group": "0 or 1",
-  "x": "a finite number",
+  "x": f"a finite number within +-{_X_LIMIT:g}",
 }
 
 
@@ -132,6 +136,8 @@ def _value(text, role: str, name: str, where: str, codes):
     fail(f"{text!r} is not a number")
   if not math.isfinite(value):
     fail(f"{text!r} is not finite")
+  if role == "x" and abs(value) > _X_LIMIT:
+    fail(f"{value:g} is too large for float32 features (rescale the column)")
   if role == "score" and not 0 <= value <= 1:
     fail(f"{value:g} is not a probability (logits? pass 1 / (1 + exp(-logit)))")
   if role == "label" and value not in (0, 1):

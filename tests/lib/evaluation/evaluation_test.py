@@ -214,6 +214,14 @@ def test_csv_loader(tmp_path):
   columns = {"score": "s", "label": "lab", "group": "grp"}
   for key, value in ev.load_csv(str(bom), columns).items():
     np.testing.assert_array_equal(value, d[key])
+  # An x near 1e20 overflowed float32 in its polynomial features' variance:
+  # NaN metrics and no error.
+  huge = tmp_path / "huge.csv"
+  huge.write_text("s,lab,grp,x\n0.2,0,0,1\n0.9,1,1,1e20\n")
+  with pytest.raises(
+    errors.ConfigError, match=r"row 2 .*column 'x': 1e\+20 is too large"
+  ):
+    ev.load_csv(str(huge), {**columns, "x": "x"})
 
 
 def test_unknown_group_model_kind_is_refused():
