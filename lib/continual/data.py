@@ -9,7 +9,6 @@ Jung et al., "How to Train Your Compact Memory", NeurIPS 2025.
 
 import dataclasses
 import os
-import zipfile
 
 import numpy as np
 
@@ -233,7 +232,7 @@ def load_feature_file(path: str, **kwargs) -> Tasks:
       arrays = {k: f[k] for k in FEATURE_KEYS}
   except errors.ConfigError:
     raise
-  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+  except errors.NPY_READ_ERRORS as e:
     raise errors.ConfigError(
       f"feature file {path!r} is not a readable .npz ({e}); expected {expected}"
     ) from None

@@ -1,5 +1,7 @@
 """Error types for bad input. The experiment CLI prints a `UserError` as one line."""
 
+import zipfile
+
 import jax
 
 
@@ -33,6 +35,19 @@ class CheckpointError(UserError, RuntimeError):
 
 class DistributedError(UserError, RuntimeError):
   """Multi-process start-up failed: a bad setting, or a peer never came."""
+
+
+# What np.load raises on a file that is not a readable .npy/.npz array.
+NPY_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+
+
+def npy_read_reason(e: BaseException) -> str:
+  """np.load's error as a user reads it: its first line, and for a pickle
+  refusal what the file is (not numpy's format, or Python objects)."""
+  first = (str(e).splitlines() or [type(e).__name__])[0]
+  if "pickle" in first:
+    first = "not numpy's array format, or an array of Python objects"
+  return first
 
 
 def check(condition: bool, error_type: type[UserError], message: str) -> None:

@@ -14,7 +14,6 @@ References:
 
 import os
 import sysconfig
-import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -118,10 +117,8 @@ def load_token_file(path: str) -> np.ndarray:
           arr = arr[arr.files[0]]
   except errors.ConfigError:
     raise
-  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-    first = (str(e).splitlines() or [type(e).__name__])[0]
-    if "pickle" in first:
-      first = "not numpy's array format, or an array of Python objects"
+  except errors.NPY_READ_ERRORS as e:
+    first = errors.npy_read_reason(e)
     raise errors.ConfigError(
       f"token file {path!r} is not a readable .npy/.npz array ({first})"
     ) from None

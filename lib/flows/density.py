@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import zipfile
 
 import jax
 import jax.numpy as jnp
@@ -89,10 +88,8 @@ def load_level_images(path: str, num_levels: int, *, name: str) -> np.ndarray:
         )
   except errors.ConfigError:
     raise
-  except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-    first = (str(e).splitlines() or [type(e).__name__])[0]
-    if "pickle" in first:
-      first = "not numpy's array format, or an array of Python objects"
+  except errors.NPY_READ_ERRORS as e:
+    first = errors.npy_read_reason(e)
     raise errors.ConfigError(
       f"{source} is not a readable .npy array ({first})"
     ) from None
