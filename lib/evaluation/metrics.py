@@ -312,11 +312,12 @@ def bootstrap(
   out = {}
   for k, v in draws.items():
     v = np.asarray(v)
-    out[k] = {
-      "mean": float(point[k]),
-      "lo": float(np.nanpercentile(v, q)),
-      "hi": float(np.nanpercentile(v, 100 - q)),
-    }
+    # A metric undefined in every resample (precision with no predicted
+    # positive: 0 / 0) has no interval: NaN, said once by the point estimate.
+    lo = hi = float("nan")
+    if not np.isnan(v).all():
+      lo, hi = np.nanpercentile(v, [q, 100 - q])
+    out[k] = {"mean": float(point[k]), "lo": float(lo), "hi": float(hi)}
   return out
 
 

@@ -1,5 +1,7 @@
 """lib.evaluation: the spec's oracles (analytic log-loss, weights, NB, AUC)."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -146,6 +148,22 @@ def test_bootstrap_by_counts_is_the_same_resampling_as_by_indices():
   # failed there ("Percentiles must be in the range [0, 100]").
   with pytest.raises(errors.ConfigError, match="level=95"):
     ev.bootstrap(_auc_of_rows, 500, key, 40, args=(p, y), level=95)
+
+
+def _undefined_and_mean(rows, args):
+  (v,) = args
+  return {"undefined": jnp.nan * jnp.sum(v[rows]), "mean": jnp.mean(v[rows])}
+
+
+def test_bootstrap_of_an_undefined_metric_is_nan_without_a_warning():
+  # Precision with no predicted positive is 0 / 0 in every resample: its
+  # interval is NaN, and numpy's "All-NaN slice" warning is not raised.
+  v = jnp.arange(10.0)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    out = ev.bootstrap(_undefined_and_mean, 10, jax.random.key(0), 20, (v,))
+  assert all(np.isnan(out["undefined"][k]) for k in ("mean", "lo", "hi"))
+  assert out["mean"]["lo"] <= 4.5 <= out["mean"]["hi"]
 
 
 def test_fit_logistic_recovers_a_known_model():
