@@ -127,6 +127,12 @@ def hns_pde_defaults(config) -> None:
   mode): f(u_t) = u_{t+1} - u_t with the relative L2 of the increment,
   rolled out as u_t + f(u_t).
 
+  snapshot_sampling: how a training batch picks its trajectories (each
+  with one random time). "epoch" (default, the official loader's
+  `DataLoader(shuffle=True)`): each trajectory once per epoch, in a fresh
+  order each epoch (`lib.core.rng.epoch_indices`); "replacement" (ours until
+  2026-12-05, a named mode): drawn with replacement at every step.
+
   corr_time: "official" (default): the authors' correlation time
   (modules/train_module.py `rollout`): the Pearson correlation averaged over
   a validation batch of corr_batch = 32 trajectories (all when fewer), its
@@ -139,6 +145,7 @@ def hns_pde_defaults(config) -> None:
   config.corr_time = "official"
   config.corr_batch = 32
   config.next_step_target = "state"
+  config.snapshot_sampling = "epoch"
   config.cnn = dict(
     channels=(32, 32, 32, 32), kernel_size=5, derivative_stencil=""
   )

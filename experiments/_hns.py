@@ -100,6 +100,11 @@ def check_pde_config(config, pde_name: str) -> None:
     solver.NEXT_STEP_TARGETS,
     "config.next_step_target",
   )
+  train_lib.check_one_of(
+    config.snapshot_sampling,
+    solver.SNAPSHOT_SAMPLINGS,
+    "config.snapshot_sampling",
+  )
   _checks.integer(config.corr_batch, "config.corr_batch")
   p = config.pde
   for key in ("num_train", "train_steps", "rollout_steps", "num_modes"):
@@ -166,8 +171,9 @@ def train_runs(
     runs: R run names (the `run` column of metrics.jsonl).
     seeds: R integers.
     data: training data (placed once, shared by the runs).
-    batch_fn: (data, key, step) -> batch of one run; None: the whole `data`
-      is every run's batch.
+    batch_fn: (data, key, step, order_key) -> batch of one run, `key` this
+      step's and `order_key` the run's (the same at every step: an epoch
+      order); None: the whole `data` is every run's batch.
     lrs: None, or R learning rates multiplying tx's updates.
     sequential: step the runs one after the other (`lax.map`) instead of
       vmapped: the same numbers up to float rounding. For compute-bound
@@ -213,9 +219,12 @@ def train_runs(
 
   batch_one = None
   if batch_fn is not None:
+    # The epoch order's key: the run's, the same at every step.
+    order_root = rng.stream(rng.root_key(config.seed), "order")
 
     def batch_one(data, key, step, setting):
-      return batch_fn(data, run_key(key, setting), step)
+      order_key = run_key(order_root, setting)
+      return batch_fn(data, run_key(key, setting), step, order_key)
 
   result = train_lib.run_sweep(
     init_one,
@@ -290,7 +299,13 @@ def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn):
     next_step_target=config.next_step_target,
   )
   parts = solver.task_parts(
-    kind, model, grid, u, target, batch_size=config.batch_size
+    kind,
+    model,
+    grid,
+    u,
+    target,
+    batch_size=config.batch_size,
+    sampling=config.snapshot_sampling,
   )
   runs = seed_runs(config.num_seeds)
   swept, train_finite = train_runs(

@@ -7,6 +7,7 @@ resumed at step s draws what an uninterrupted run draws there.
 import zlib
 
 import jax
+import jax.numpy as jnp
 
 
 def root_key(seed: int) -> jax.Array:
@@ -31,3 +32,39 @@ def stream(key: jax.Array, name: str, step=None) -> jax.Array:
   if step is not None:
     key = jax.random.fold_in(key, step)
   return jax.random.fold_in(key, stream_id(name))
+
+
+def epoch_indices(key, step, num_items: int, batch_size: int) -> jax.Array:
+  """Indices of batch `step` when every epoch visits each item once.
+
+  As a shuffled data loader that keeps its last batch (torch
+  `DataLoader(shuffle=True)`): epoch e visits all `num_items` in the order
+  `jax.random.permutation(fold_in(key, e), num_items)`. Batch `step` is
+  positions [step * batch_size, (step + 1) * batch_size) of those epochs laid
+  end to end, so its shape stays fixed: where batch_size does not divide
+  num_items a batch straddles two epochs (the loader ends the epoch with a
+  short batch instead). Stateless, like every stream here: a resumed run
+  draws the same batches.
+
+  Args:
+    key: the run's order key, the same at every step.
+    step: the step (int or traced int32; positions are int32).
+    num_items: items in an epoch (static, >= 1).
+    batch_size: items in a batch (static, >= 1).
+
+  Returns:
+    [batch_size] int32 indices into the items.
+  """
+  if num_items < 1 or batch_size < 1:
+    raise ValueError(
+      f"epoch batches need >= 1 item and batch size, got num_items="
+      f"{num_items}, batch_size={batch_size}"
+    )
+  pos = jnp.asarray(step, jnp.int32) * batch_size + jnp.arange(batch_size)
+  epoch, within = pos // num_items, pos % num_items
+  first = epoch[0]
+  spans = (batch_size - 1) // num_items + 2  # epochs one batch can touch
+  perms = jax.vmap(
+    lambda e: jax.random.permutation(jax.random.fold_in(key, e), num_items)
+  )(first + jnp.arange(spans))
+  return perms[epoch - first, within].astype(jnp.int32)

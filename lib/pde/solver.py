@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from lib.core import errors
+from lib.core import rng
 from lib.pde import hamiltonians
 from lib.pde import hns
 from lib.pde import integrators
@@ -28,6 +29,8 @@ MODEL_KINDS = ("hns", "derivative_cnn", "next_step_cnn")
 # f(u_t) = u_{t+1} - u_t, the relative L2 of the increment, rollout
 # u_{t+1} = u_t + f(u_t).
 NEXT_STEP_TARGETS = ("state", "increment")
+# How training batches pick trajectories (`snapshot_batch`).
+SNAPSHOT_SAMPLINGS = ("epoch", "replacement")
 
 
 def _check_next_step_target(target):
@@ -107,27 +110,56 @@ def field_map(kind, model, grid):
   return lambda params, u: model.apply(params, u)
 
 
-def snapshot_batch(data, key, batch_size):
-  """One random time index for each of `batch_size` random trajectories.
+def snapshot_batch(
+  data, key, batch_size, *, sampling="epoch", step=None, order_key=None
+):
+  """One random time index for each of `batch_size` trajectories.
 
-  The trajectories are drawn with replacement at every step (ours): the
-  official loader goes through the trajectories once per epoch, drawing one
-  random time index for each, so a trajectory may repeat within a batch here
-  and not there. Both are unbiased for the mean loss over snapshots.
+  sampling: which trajectories (`SNAPSHOT_SAMPLINGS`).
+    "epoch" (default, the official loader: `DataLoader(shuffle=True)` over
+      the trajectories, data/datamodule.py, each item one random time):
+      every epoch visits each trajectory once, in the order
+      `rng.epoch_indices(order_key, step, ...)`; a batch straddles two
+      epochs where batch_size does not divide the trajectories.
+    "replacement" (ours until 2026-12-05, a named mode): batch_size
+      trajectories drawn with replacement at every step, so one may repeat
+      within a batch. Both are unbiased for the mean loss over snapshots.
+  The time indices come from `key` in both.
 
   Args:
     data: {"u": [B, T, n], "target": [B, T, n]} (device arrays).
-    key: PRNG key.
+    key: this step's PRNG key.
     batch_size: snapshots per batch.
+    sampling: "epoch" | "replacement".
+    step, order_key: the step and the run's order key (same at every step);
+      "epoch" only.
 
   Returns:
     {"u": [batch, n], "target": [batch, n]}.
   """
   num_traj, num_t = data["u"].shape[:2]
+  check_snapshot_sampling(sampling)
   k_traj, k_time = jax.random.split(key)
-  traj = jax.random.randint(k_traj, (batch_size,), 0, num_traj)
+  if sampling == "epoch":
+    errors.check(
+      step is not None and order_key is not None,
+      errors.ConfigError,
+      "snapshot sampling 'epoch' needs the step and the run's order_key",
+    )
+    traj = rng.epoch_indices(order_key, step, num_traj, batch_size)
+  else:
+    traj = jax.random.randint(k_traj, (batch_size,), 0, num_traj)
   time = jax.random.randint(k_time, (batch_size,), 0, num_t)
   return {"u": data["u"][traj, time], "target": data["target"][traj, time]}
+
+
+def check_snapshot_sampling(sampling):
+  errors.check(
+    sampling in SNAPSHOT_SAMPLINGS,
+    errors.ConfigError,
+    f"unknown snapshot sampling {sampling!r}; expected one of "
+    f"{SNAPSHOT_SAMPLINGS}",
+  )
 
 
 def relative_l2_loss(kind, model, grid):
@@ -417,22 +449,31 @@ def rollout_metrics(
   }
 
 
-def task_parts(kind, model, grid, u, target, *, batch_size):
-  """init_fn, loss_fn, batch_fn and data for a `lib.train.Task`.
+def task_parts(kind, model, grid, u, target, *, batch_size, sampling="epoch"):
+  """init_fn, loss_fn, batch_fn and data for one model's training runs.
 
   Args:
     kind: model kind.
     model: its flax module.
     grid: the grid.
     u, target: aligned [B, T, n] arrays from `training_targets`.
-    batch_size: snapshots per step (one random time per trajectory draw).
+    batch_size: snapshots per step (one random time per trajectory).
+    sampling: how batches pick trajectories (`snapshot_batch`).
 
   Returns:
-    dict with keys init_fn, loss_fn, batch_fn, data.
+    dict with keys init_fn, loss_fn, data and batch_fn: (data, key, step,
+    order_key) -> batch, `order_key` the run's key for the epoch order.
   """
+  check_snapshot_sampling(sampling)
+
+  def batch_fn(data, key, step, order_key):
+    return snapshot_batch(
+      data, key, batch_size, sampling=sampling, step=step, order_key=order_key
+    )
+
   return {
     "init_fn": lambda key: init_params(kind, model, grid, key),
     "loss_fn": relative_l2_loss(kind, model, grid),
-    "batch_fn": lambda data, key, step: snapshot_batch(data, key, batch_size),
+    "batch_fn": batch_fn,
     "data": {"u": u, "target": target},
   }

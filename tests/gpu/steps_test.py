@@ -152,7 +152,7 @@ def test_hns_step(platform, fast_compile):
     )
     key = jax.random.key(0)
     params = jax.jit(parts["init_fn"])(key)
-    batch = jax.jit(parts["batch_fn"])(parts["data"], key, 0)
+    batch = jax.jit(parts["batch_fn"])(parts["data"], key, 0, key)
   _compare(
     "hns", platform, parts["loss_fn"], params, batch, key,
     loss_tol=1e-5, step_tol=1e-4,

@@ -147,8 +147,38 @@ def test_training_targets_and_batches():
   )
   assert u.shape == inc.shape == (3, 7, 16)
   np.testing.assert_allclose(u + inc, traj[:, 1:], atol=1e-6)
-  batch = solver.snapshot_batch({"u": u, "target": inc}, jax.random.key(0), 5)
+  data = {"u": u, "target": inc}
+  batch = solver.snapshot_batch(
+    data, jax.random.key(0), 5, sampling="replacement"
+  )
   assert batch["u"].shape == batch["target"].shape == (5, 16)
+
+
+def test_epoch_sampling_visits_each_trajectory_once_per_epoch():
+  # The official loader (DataLoader(shuffle=True)): 3 steps of 4 cover 12
+  # snapshots = two epochs of 6 trajectories, each trajectory once per epoch
+  # (the one time index each draws says which trajectory it came from).
+  num_traj, num_t = 6, 5
+  u = jnp.arange(num_traj, dtype=jnp.float32)[:, None, None] * jnp.ones(
+    (1, num_t, 3)
+  )
+  data = {"u": u, "target": u}
+  order = jax.random.key(7)
+  batch = jax.jit(
+    lambda k, s: solver.snapshot_batch(data, k, 4, step=s, order_key=order)
+  )
+  seen = [
+    np.asarray(batch(jax.random.key(s), s)["u"][:, 0]).astype(int)
+    for s in range(3)
+  ]
+  seen = np.concatenate(seen)
+  for epoch in seen.reshape(2, num_traj):
+    np.testing.assert_array_equal(np.sort(epoch), np.arange(num_traj))
+  assert not np.array_equal(seen[:6], seen[6:])  # a fresh order each epoch
+  with pytest.raises(errors.ConfigError, match="order_key"):
+    solver.snapshot_batch(data, order, 4)
+  with pytest.raises(errors.ConfigError, match="'epochs'"):
+    solver.snapshot_batch(data, order, 4, sampling="epochs")
 
 
 def test_metrics_oracles():
