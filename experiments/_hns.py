@@ -122,6 +122,18 @@ def check_pde_config(config, pde_name: str) -> None:
   _checks.integers(config.cnn.channels, "config.cnn.channels")
   _checks.integer(config.batch_size, "config.batch_size")
   _checks.number(config.lr, "config.lr", above=0)
+  train_lib.check_one_of(config.schedule, SCHEDULES, "config.schedule")
+  for kind in ("hns",) + tuple(config.baselines):
+    errors.check(
+      kind in config.official_lr,
+      errors.ConfigError,
+      f"config.official_lr has no rate for the model {kind!r}",
+    )
+    _checks.number(
+      config.official_lr[kind], f"config.official_lr.{kind}", above=0
+    )
+  _checks.integer(config.lr_step_epochs, "config.lr_step_epochs")
+  _checks.number(config.lr_gamma, "config.lr_gamma", above=0)
   _checks.number(config.weight_decay, "config.weight_decay", at_least=0)
   _checks.integer(config.warmup_steps, "config.warmup_steps", minimum=0)
   errors.check(
@@ -132,14 +144,40 @@ def check_pde_config(config, pde_name: str) -> None:
   )
 
 
-def make_optimizer(config):
-  schedule = optax.warmup_cosine_decay_schedule(
+SCHEDULES = ("official", "cosine")
+
+
+def learning_rate(config, kind):
+  """The learning-rate schedule of model `kind` (configs/common.py
+  `hns_pde_defaults`, config.schedule).
+
+  "official": modules/train_module.py `configure_optimizers`,
+  StepLR(step_size=100, gamma=0.8) stepped once per epoch, at the
+  per-model rate of the official yaml; an epoch is ceil(num_train /
+  batch_size) steps (the loader keeps its short last batch). "cosine"
+  (ours): warmup, then cosine decay to 0 at the last step.
+  """
+  if config.schedule == "official":
+    steps_per_epoch = -(-config.pde.num_train // config.batch_size)
+    return optax.exponential_decay(
+      config.official_lr[kind],
+      transition_steps=config.lr_step_epochs * steps_per_epoch,
+      decay_rate=config.lr_gamma,
+      staircase=True,
+    )
+  return optax.warmup_cosine_decay_schedule(
     0.0,
     config.lr,
     warmup_steps=config.warmup_steps,
     decay_steps=max(config.train.num_steps, config.warmup_steps + 1),
   )
-  return optax.adamw(schedule, weight_decay=config.weight_decay)
+
+
+def make_optimizer(config, kind):
+  """AdamW (weight decay config.weight_decay) at `learning_rate`."""
+  return optax.adamw(
+    learning_rate(config, kind), weight_decay=config.weight_decay
+  )
 
 
 def train_runs(
@@ -311,7 +349,7 @@ def train_and_rollout(kind, config, grid, train, val, workdir, metrics_fn):
   swept, train_finite = train_runs(
     init_fn=parts["init_fn"],
     loss_fn=parts["loss_fn"],
-    tx=make_optimizer(config),
+    tx=make_optimizer(config, kind),
     workdir=os.path.join(workdir, kind),
     config=config.train,
     name=kind,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from configs import hns_advection as config_lib
+from experiments import _hns
 from experiments import hns_advection
 from lib.core import errors
 from tests import helpers
@@ -54,6 +55,10 @@ def test_smoke_run_compares_with_the_best_baseline(tmp_path, fast_compile):
     ("j_stencil", "fourth", "config.j_stencil"),
     ("num_seeds", 0, "config.num_seeds"),
     ("next_step_target", "residual", "config.next_step_target"),
+    ("schedule", "steplr", "config.schedule"),
+    ("snapshot_sampling", "shuffle", "config.snapshot_sampling"),
+    ("official_lr.hns", 0.0, r"config\.official_lr\.hns=0\.0"),
+    ("lr_gamma", -0.8, r"config\.lr_gamma=-0\.8"),
     # Numbers out of range: each was a deep traceback after training began
     # (num_train 0: a gather; hns.width 0: a division by zero) or trained
     # on garbage to the end (lr nan, pde.dt < 0).
@@ -101,3 +106,22 @@ def test_paper_config_matches_paper():
   assert p.train_steps * p.dt == 4.0 and p.rollout_steps * p.dt == 20.0
   assert (p.num_train, p.num_val) == (1024, 256)
   assert config.baselines == ("derivative_cnn", "next_step_cnn")
+
+
+def test_official_schedule_is_steplr_once_per_epoch():
+  # modules/train_module.py: AdamW, StepLR(step_size=100, gamma=0.8) stepped
+  # per epoch; configs/hamiltonian/adv.yaml lr 1e-5 for 100 epochs, the
+  # baselines' yaml 1e-4. An epoch is ceil(1,024 / 32) = 32 steps.
+  config = config_lib.get_config()
+  assert config.schedule == "official" and config.snapshot_sampling == "epoch"
+  assert config.train.num_steps == 100 * 32
+  for kind, lr in (("hns", 1e-5), ("derivative_cnn", 1e-4)):
+    sched = _hns.learning_rate(config, kind)
+    for step in (0, 3199, 3200, 6399, 6400, 10_000):
+      want = lr * 0.8 ** (step // 3200)
+      np.testing.assert_allclose(float(sched(step)), want, rtol=1e-6)
+  for arg in ("quick", "gpu", "quick,smoke"):  # ours at 1-3k steps
+    quick = config_lib.get_config(arg)
+    assert quick.schedule == "cosine", arg
+    sched = _hns.learning_rate(quick, "hns")
+    assert float(sched(quick.warmup_steps)) == pytest.approx(quick.lr)

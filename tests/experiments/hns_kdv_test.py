@@ -206,6 +206,18 @@ def test_next_step_target_defaults_to_the_official_state_everywhere():
       assert lib.get_config(arg).next_step_target == "state", (lib, arg)
 
 
+def test_paper_variant_takes_the_official_kdv_optimizer():
+  # configs/hamiltonian/kdv.yaml: HNS lr 2e-5, 250 epochs; the baselines'
+  # 1e-4. 2,048 trajectories in batches of 32: 64 steps an epoch here.
+  config = config_lib.get_config()
+  assert config.schedule == "official"
+  assert config.train.num_steps == 250 * 64
+  for kind, lr in (("hns", 2e-5), ("next_step_cnn", 1e-4)):
+    sched = _hns.learning_rate(config, kind)
+    np.testing.assert_allclose(float(sched(6399)), lr, rtol=1e-6)
+    np.testing.assert_allclose(float(sched(6400)), 0.8 * lr, rtol=1e-6)
+
+
 @pytest.mark.parametrize("target", ["state", "increment"])
 def test_next_step_target_reaches_training_and_rollout(
   tmp_path, monkeypatch, fast_compile, target
