@@ -20,7 +20,6 @@ unless the user points at it.
 
 import os
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -163,21 +162,6 @@ class Official:
       u, prev = u.detach(), f.detach()
     self.sync()
     return u
-
-
-def time_alternating(ours, theirs, repeats):
-  """Seconds per call of ours() and theirs(), in alternating rounds."""
-  jax.block_until_ready(ours())  # compile
-  theirs()  # warm-up
-  t_ours, t_theirs = [], []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(ours())
-    t_ours.append(time.perf_counter() - t)
-    t = time.perf_counter()
-    theirs()
-    t_theirs.append(time.perf_counter() - t)
-  return np.asarray(t_ours), np.asarray(t_theirs)
 
 
 def speedup(t_ours, t_theirs, per_call):

@@ -26,7 +26,6 @@ References:
 
 import functools
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +38,7 @@ from lib import flows
 from lib import train as train_lib
 from lib.core import rng
 from lib.core import stats as stats_lib
+from lib.core import timing
 from lib.core.threads import single_threaded_blas
 
 
@@ -57,24 +57,6 @@ def _looped(op, inner):
     return jax.lax.fori_loop(0, inner, body, jnp.zeros((), jnp.float32))
 
   return jax.jit(f)
-
-
-def _time_round_robin(fns, repeats) -> dict:
-  """Median seconds per call of each `fn(arg)`, timed in interleaved rounds.
-
-  fns: {name: (fn, arg)}. After one warm-up (compile) call each, every round
-  times each function once in turn, so a change of machine load during the
-  benchmark hits all of them alike and the ratios stay fair.
-  """
-  for fn, arg in fns.values():
-    jax.block_until_ready(fn(arg))
-  times = {name: [] for name in fns}
-  for _ in range(repeats):
-    for name, (fn, arg) in fns.items():
-      t = time.perf_counter()
-      jax.block_until_ready(fn(arg))
-      times[name].append(time.perf_counter() - t)
-  return {name: np.asarray(v) for name, v in times.items()}
 
 
 def _ratio(rounds, slow: str, fast: str) -> tuple[float, float, float]:
@@ -144,7 +126,12 @@ def bench_size(n, config) -> dict:
   rounds = {}
   for logdet in (True, False):
     part = {k: v for k, v in fns.items() if ("logdet" in k) == logdet}
-    rounds.update(_time_round_robin(part, config.repeats))
+    rounds.update(
+      timing.interleaved(
+        {k: (fn, (arg,)) for k, (fn, arg) in part.items()},
+        repeats=config.repeats,
+      )
+    )
   times = {k: float(np.median(v)) / config.inner for k, v in rounds.items()}
   out = {f"{k}_ms": 1e3 * v for k, v in times.items()}
   # Speedups: dense / CD time paired per round (geometric mean), with the

@@ -11,8 +11,6 @@ Run: python -m experiments.bench_hns --config configs/bench_hns.py \
   --workdir runs/bench_hns
 """
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,20 +22,11 @@ from experiments import _cli
 from experiments import _hns_peer
 from lib import pde
 from lib import train as train_lib
+from lib.core import timing
 from lib.core import tree as tree_lib
 from lib.pde import derivatives
 from lib.pde import hns as hns_lib
 from lib.pde import solver
-
-
-def _median_time(fn, *args, repeats):
-  jax.block_until_ready(fn(*args))  # compile + warm up
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - start)
-  return float(np.median(times))
 
 
 def bench_kind(kind, config, grid, u, target):
@@ -59,7 +48,9 @@ def bench_kind(kind, config, grid, u, target):
 
     return jax.lax.scan(body, state, None, length=config.train_steps)
 
-  train_time = _median_time(train_chunk, state0, repeats=config.repeats)
+  train_time = timing.median_seconds(
+    train_chunk, state0, repeats=config.repeats
+  )
   roll = lambda p, u0: solver.rollout(
     kind,
     model,
@@ -70,7 +61,7 @@ def bench_kind(kind, config, grid, u, target):
     num_steps=config.rollout_steps,
     stencil=config.j_stencil,
   )
-  roll_time = _median_time(roll, params, u, repeats=config.repeats)
+  roll_time = timing.median_seconds(roll, params, u, repeats=config.repeats)
   return {
     "num_params": int(tree_lib.num_params(params)),
     "train_steps_per_sec": config.train_steps / train_time,
@@ -181,26 +172,31 @@ def bench_peer(config, u, target) -> dict:
     return jax.lax.scan(body, state, None, length=config.train_steps)
 
   steps = config.train_steps
-  t_ours, t_theirs = _hns_peer.time_alternating(
-    lambda: train_chunk(state0),
-    lambda: official.train(steps),
-    config.repeats,
+  t = timing.interleaved(
+    {
+      "ours": (train_chunk, (state0,)),
+      "theirs": (official.train, (steps,)),
+    },
+    repeats=config.repeats,
   )
-  train = _hns_peer.speedup(t_ours, t_theirs, steps)
+  train = _hns_peer.speedup(t["ours"], t["theirs"], steps)
   roll_steps = config.rollout_steps
-  t_ours, t_theirs = _hns_peer.time_alternating(
-    lambda: solver.rollout(
-      "hns",
-      model,
-      params,
-      u,
-      grid,
-      dt=config.dt,
-      num_steps=roll_steps,
-      stencil="central",
-    ),
-    lambda: official.rollout(roll_steps, config.dt),
-    config.repeats,
+  ours_rollout = lambda: solver.rollout(
+    "hns",
+    model,
+    params,
+    u,
+    grid,
+    dt=config.dt,
+    num_steps=roll_steps,
+    stencil="central",
+  )
+  t_roll = timing.interleaved(
+    {
+      "ours": (ours_rollout, ()),
+      "theirs": (official.rollout, (roll_steps, config.dt)),
+    },
+    repeats=config.repeats,
   )
   return {
     "num_params": int(tree_lib.num_params(params)),
@@ -212,7 +208,7 @@ def bench_peer(config, u, target) -> dict:
     "loss_rel_diff": abs(ours_loss - their_loss) / abs(their_loss),
     "grad_rel_max_err": grad_err,
     "train": train,
-    "rollout": _hns_peer.speedup(t_ours, t_theirs, roll_steps),
+    "rollout": _hns_peer.speedup(t_roll["ours"], t_roll["theirs"], roll_steps),
     "torch_device": official.device,
     "torch_threads": int(official.torch.get_num_threads()),
     "torch_version": str(official.torch.__version__),

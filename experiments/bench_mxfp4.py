@@ -22,8 +22,6 @@ Run: python -m experiments.bench_mxfp4 --config configs/bench_mxfp4.py:quick \
   --workdir runs/bench_mxfp4
 """
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,41 +32,8 @@ from experiments import _cli
 from lib import quant
 from lib import train as train_lib
 from lib.core import rng
+from lib.core import timing
 from pallas_kernels.mxfp4 import ops
-
-
-def _time(fn, *args, repeats: int) -> float:
-  """Median wall seconds of a jitted call (after one warm-up/compile call)."""
-  jax.block_until_ready(fn(*args))
-  times = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - t0)
-  return float(np.median(times))
-
-
-def _time_pair(f, g, args, repeats: int, min_seconds: float = 0.0):
-  """f(*args) and g(*args) timed alternately, round after round.
-
-  A round times f then g, so a change of machine load hits both alike; the
-  ratio of a round is its g time over its f time. Rounds go on until there are
-  `repeats` of them and `min_seconds` have passed (at most 10 x `repeats`).
-  Returns (median f seconds, median g seconds, the rounds' ratios g / f).
-  """
-  jax.block_until_ready(f(*args))
-  jax.block_until_ready(g(*args))
-  tf, tg = [], []
-  start = time.perf_counter()
-  while len(tf) < repeats or (
-    time.perf_counter() - start < min_seconds and len(tf) < 10 * repeats
-  ):
-    for fn, out in ((f, tf), (g, tg)):
-      t0 = time.perf_counter()
-      jax.block_until_ready(fn(*args))
-      out.append(time.perf_counter() - t0)
-  ratios = np.asarray(tg) / np.asarray(tf)
-  return float(np.median(tf)), float(np.median(tg)), ratios
 
 
 def _linear_fwd_bwd(linear_fn):
@@ -101,13 +66,18 @@ def bench_linear(config, dtype) -> dict:
         )
       )
       try:
-        td, tq, ratios = _time_pair(
-          dense,
-          quartet,
-          (x, w, e, keys[3]),
-          config.repeats,
-          config.min_seconds,
+        # Each round times both, back to back (dense first), until
+        # config.repeats rounds and config.min_seconds have passed.
+        rounds = timing.interleaved(
+          {
+            "dense": (dense, (x, w, e, keys[3])),
+            "quartet": (quartet, (x, w, e, keys[3])),
+          },
+          repeats=config.repeats,
+          min_seconds=config.min_seconds,
         )
+        td, tq = (float(np.median(rounds[k])) for k in ("dense", "quartet"))
+        ratios = rounds["quartet"] / rounds["dense"]
       except Exception as err:  # noqa: BLE001 (report, do not die)
         out[name] = {"error": _error(err)}
         logging.warning("linear %s: %s", name, out[name]["error"])
@@ -138,7 +108,9 @@ def bench_quantize(config) -> dict:
   x = jax.random.normal(jax.random.key(config.seed), config.quantize_shape)
   gb = x.size * 4 / 1e9
   copy = jax.jit(lambda x: x + 1.0)
-  out = {"copy_gbps": 2 * gb / _time(copy, x, repeats=config.repeats)}
+  out = {
+    "copy_gbps": 2 * gb / timing.median_seconds(copy, x, repeats=config.repeats)
+  }
   signs = quant.random_signs(rng.stream(rng.root_key(config.seed), "signs"))
   for impl in config.quantize_implementations:
     prefix = f"{impl}_" if impl else ""
@@ -154,7 +126,7 @@ def bench_quantize(config) -> dict:
     }
     for method, fn in fns.items():
       try:
-        seconds = _time(fn, x, repeats=config.repeats)
+        seconds = timing.median_seconds(fn, x, repeats=config.repeats)
       except Exception as err:  # noqa: BLE001 (report, do not die)
         out[f"{prefix}{method}_error"] = _error(err)
         logging.warning("quantize %s%s: %s", prefix, method, _error(err))
@@ -186,7 +158,7 @@ def bench_gemm(config, dtype) -> dict:
     bf16 = jax.jit(
       lambda a, b: jnp.dot(a, b.T, preferred_element_type=jnp.float32)
     )
-    t_ref = _time(bf16, a16, b16, repeats=config.repeats)
+    t_ref = timing.median_seconds(bf16, a16, b16, repeats=config.repeats)
     row = {"bf16_ms": 1e3 * t_ref, "tflops_bf16": 2 * m * n * k / t_ref / 1e12}
     for impl in config.gemm_implementations:
       cases = {
@@ -203,7 +175,7 @@ def bench_gemm(config, dtype) -> dict:
       }
       for suffix, (fn, args) in cases.items():
         try:
-          t = _time(fn, *args, repeats=config.repeats)
+          t = timing.median_seconds(fn, *args, repeats=config.repeats)
         except Exception as e:  # noqa: BLE001 (report, do not die)
           row[f"{impl}{suffix}_error"] = _error(e)
           continue

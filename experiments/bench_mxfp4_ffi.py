@@ -24,17 +24,16 @@ Large Language Models", NeurIPS 2025.
 """
 
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from absl import logging
 
 from experiments import _checks
 from experiments import _cli
 from lib import train as train_lib
 from lib.core import rng
+from lib.core import timing
 from lib.core.errors import ConfigError
 from lib.quant import quartet_linear
 from pallas_kernels.mxfp4 import ffi
@@ -49,18 +48,6 @@ def _path() -> str:
     return "cpu"
   cc = getattr(dev, "compute_capability", "?")
   return f"{_loader.last_cuda_gemm_path()}_sm{cc}"
-
-
-def _time(fn, *args, warmup: int, iters: int) -> float:
-  """Median wall time (ms) of a jitted fn, synchronised per call."""
-  for _ in range(warmup):
-    jax.block_until_ready(fn(*args))
-  times = []
-  for _ in range(iters):
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - start)
-  return 1e3 * float(np.median(times))
 
 
 def _gemm_case(
@@ -91,9 +78,15 @@ def _gemm_case(
   path = _path()
   want = exact(a, b)
   rel = float(jnp.max(jnp.abs(y - want)) / jnp.max(jnp.abs(want)))
-  t_ffi = _time(ffi_gemm, a, b, warmup=warmup, iters=iters)
-  t_dot = _time(bf16_dot, x, w, warmup=warmup, iters=iters)
-  t_exact = _time(exact, a, b, warmup=warmup, iters=iters)
+  t_ffi = 1e3 * timing.median_seconds(
+    ffi_gemm, a, b, repeats=iters, warmup=warmup
+  )
+  t_dot = 1e3 * timing.median_seconds(
+    bf16_dot, x, w, repeats=iters, warmup=warmup
+  )
+  t_exact = 1e3 * timing.median_seconds(
+    exact, a, b, repeats=iters, warmup=warmup
+  )
   return dict(
     max_rel_err=rel,
     path=path,
@@ -155,8 +148,9 @@ def _quantize_case(key, rows, warmup, iters) -> dict:
     out[name] = dict(
       codes_equal=float(jnp.mean(codes == t.codes)),
       scales_equal=float(jnp.mean(scale == t.scale)),
-      ms_ffi=_time(fq, x, warmup=warmup, iters=iters),
-      ms_xla_reference=_time(rq, x, warmup=warmup, iters=iters),
+      ms_ffi=1e3 * timing.median_seconds(fq, x, repeats=iters, warmup=warmup),
+      ms_xla_reference=1e3
+      * timing.median_seconds(rq, x, repeats=iters, warmup=warmup),
     )
   return out
 

@@ -2,10 +2,6 @@
 
 import json
 import os
-import time
-
-import jax.numpy as jnp
-import numpy as np
 
 from configs import bench_mxfp4 as config_lib
 from experiments import bench_mxfp4
@@ -49,21 +45,3 @@ def test_gpu_smoke_covers_quick_smoke():
   for key, (in_gpu, in_quick) in diff.items():
     assert key.endswith("implementations") and set(in_quick) <= set(in_gpu)
   bench_mxfp4.check_config(quick)
-
-
-def test_time_pair_rounds_and_ratio():
-  def sleeper(seconds):
-    def fn():
-      time.sleep(seconds)
-      return jnp.zeros(())
-
-    return fn
-
-  f, g = sleeper(0.002), sleeper(0.006)
-  tf, tg, ratios = bench_mxfp4._time_pair(f, g, (), repeats=3)
-  assert len(ratios) == 3  # min_seconds 0: exactly `repeats` rounds
-  assert 2.0 < np.median(ratios) < 4.5  # 3x by construction, sleep jitter aside
-  assert tf < tg
-  # A long min_seconds stops at 10 x repeats.
-  _, _, ratios = bench_mxfp4._time_pair(f, f, (), repeats=2, min_seconds=1e9)
-  assert len(ratios) == 20
