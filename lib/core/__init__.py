@@ -1,4 +1,8 @@
-"""Leaf utilities shared by every domain package: errors, rng streams, pytrees, meshes."""
+"""Leaf utilities shared by every domain package: errors, rng streams, pytrees, meshes.
+
+Modules not re-exported here: stats (t intervals), timing (benchmarks), linalg,
+losses, dtypes, threads.
+"""
 
 from lib.core.errors import ConfigError
 from lib.core.errors import DTypeError
@@ -11,6 +15,7 @@ from lib.core.mesh import batch_sharding
 from lib.core.mesh import make_data_mesh
 from lib.core.mesh import replicated
 from lib.core.mesh import to_global
+from lib.core.rng import epoch_indices
 from lib.core.rng import is_typed_key
 from lib.core.rng import root_key
 from lib.core.rng import stream

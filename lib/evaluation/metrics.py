@@ -316,7 +316,7 @@ def bootstrap(
     # positive: 0 / 0) has no interval: NaN, said once by the point estimate.
     lo = hi = float("nan")
     if not np.isnan(v).all():
-      lo, hi = np.nanpercentile(v, [q, 100 - q])
+      lo, hi = np.nanpercentile(v, q), np.nanpercentile(v, 100 - q)
     out[k] = {"mean": float(point[k]), "lo": float(lo), "hi": float(hi)}
   return out
 
