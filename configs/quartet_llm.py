@@ -43,6 +43,11 @@ def get_config(arg=None):
     seq_len=512,
     batch_size=512,
     eval_windows=256,
+    # Training windows: "epoch" (official: src/data/utils.py DataReader,
+    # with_replacement=False; seq_len-aligned windows at a random offset per
+    # epoch, each once per epoch, lib.data.epoch_windows) or "random" (ours
+    # until 2026-12-05: uniform random starts, with replacement).
+    sampling="epoch",
   )
   # Paper 30M model (main_setup.sh): 6 layers, d 640, 5 heads, lr 1.2e-3.
   # mlp_hidden as the official model: int(8/3 d) up to a multiple of 256

@@ -33,6 +33,11 @@ def get_config(arg=None):
     seq_len=512,
     batch_size=512,
     eval_windows=256,
+    # Training windows: "epoch" (official: src/data/utils.py DataReader,
+    # with_replacement=False; seq_len-aligned windows at a random offset per
+    # epoch, each once per epoch, lib.data.epoch_windows) or "random" (ours
+    # until 2026-12-05: uniform random starts, with replacement).
+    sampling="epoch",
   )
   # The sweep: one entry per model size (main_setup.sh's 30M/50M/100M/200M).
   # mlp_hidden is int(8/3 d_model) up to a multiple of mlp_multiple_of

@@ -64,6 +64,9 @@ def check_config(config) -> None:
     config.implementation, IMPLEMENTATIONS, "config.implementation"
   )
   train_lib.check_one_of(
+    config.data.sampling, text.WINDOW_SAMPLINGS, "config.data.sampling"
+  )
+  train_lib.check_one_of(
     config.residual_init, models.RESIDUAL_INITS, "config.residual_init"
   )
   train_lib.check_one_of(
@@ -138,17 +141,24 @@ def load_data(config) -> dict:
   train, val = text.train_val_split(tokens, d.val_fraction)
   corpus = repr(d.path) if d.path else "the stdlib corpus"
   # Training draws windows of seq_len + 1 at random starts (at least two
-  # starts), validation takes them from its start.
+  # starts), or a batch of whole windows an epoch ("epoch": the offset
+  # drops one window, `text.epoch_window_count`); validation takes them from
+  # its start.
+  train_need = d.seq_len + 2
+  if d.sampling == "epoch":
+    train_need = (d.batch_size + 2) * d.seq_len + 1
   for split, part, need in (
-    ("training", train, d.seq_len + 2),
+    ("training", train, train_need),
     ("validation", val, d.seq_len + 1),
   ):
     if len(part) < need:
       raise errors.ConfigError(
         f"config.data.path={corpus}: its {split} split holds {len(part)} "
         f"of its {len(tokens)} tokens, fewer than the {need} that "
-        f"config.data.seq_len={d.seq_len} needs; use a longer corpus, a "
-        "smaller data.seq_len or another data.val_fraction"
+        f"config.data.seq_len={d.seq_len} needs (data.batch_size="
+        f"{d.batch_size}, data.sampling={d.sampling!r}); use a longer "
+        "corpus, a smaller data.seq_len or data.batch_size, or another "
+        "data.val_fraction"
       )
   return {
     "train": train,
@@ -200,8 +210,18 @@ def train_seeds(
     )
     return train_lib.create_state(params, tx)
 
+  # The epoch order's key: the run's, the same at every step.
+  order_root = rng.stream(rng.root_key(config.train.seed), "order")
+
   def batch_one(data, key, step, setting):
-    del step
+    if d.sampling == "epoch":
+      return text.epoch_windows(
+        data["train"],
+        seed_key(order_root, setting),
+        step,
+        d.batch_size,
+        d.seq_len,
+      )
     return text.sample_windows(
       data["train"], seed_key(key, setting), d.batch_size, d.seq_len
     )

@@ -34,23 +34,31 @@ def stream(key: jax.Array, name: str, step=None) -> jax.Array:
   return jax.random.fold_in(key, stream_id(name))
 
 
-def epoch_indices(key, step, num_items: int, batch_size: int) -> jax.Array:
+def epoch_indices(
+  key, step, num_items: int, batch_size: int, *, drop_remainder: bool = False
+) -> jax.Array:
   """Indices of batch `step` when every epoch visits each item once.
 
-  As a shuffled data loader that keeps its last batch (torch
-  `DataLoader(shuffle=True)`): epoch e visits all `num_items` in the order
-  `jax.random.permutation(fold_in(key, e), num_items)`. Batch `step` is
-  positions [step * batch_size, (step + 1) * batch_size) of those epochs laid
-  end to end, so its shape stays fixed: where batch_size does not divide
-  num_items a batch straddles two epochs (the loader ends the epoch with a
-  short batch instead). Stateless, like every stream here: a resumed run
-  draws the same batches.
+  Epoch e visits the items in the order
+  `jax.random.permutation(fold_in(key, e), num_items)`, as a shuffling data
+  loader does. Stateless, like every stream here: a resumed run draws the
+  same batches.
+
+  drop_remainder=False (torch `DataLoader(shuffle=True)`, which keeps its
+  short last batch): batch `step` is positions [step * batch_size,
+  (step + 1) * batch_size) of the epochs laid end to end, so its shape
+  stays fixed and, where batch_size does not divide num_items, a batch
+  straddles two epochs. drop_remainder=True (a loader that drops it): an
+  epoch is num_items // batch_size whole batches; the items left over are
+  not visited that epoch.
 
   Args:
     key: the run's order key, the same at every step.
     step: the step (int or traced int32; positions are int32).
-    num_items: items in an epoch (static, >= 1).
+    num_items: items in an epoch (static, >= 1; >= batch_size when
+      dropping the remainder).
     batch_size: items in a batch (static, >= 1).
+    drop_remainder: see above.
 
   Returns:
     [batch_size] int32 indices into the items.
@@ -60,11 +68,24 @@ def epoch_indices(key, step, num_items: int, batch_size: int) -> jax.Array:
       f"epoch batches need >= 1 item and batch size, got num_items="
       f"{num_items}, batch_size={batch_size}"
     )
-  pos = jnp.asarray(step, jnp.int32) * batch_size + jnp.arange(batch_size)
+  step = jnp.asarray(step, jnp.int32)
+  order = lambda e: jax.random.permutation(
+    jax.random.fold_in(key, e), num_items
+  )
+  if drop_remainder:
+    per_epoch = num_items // batch_size
+    if per_epoch < 1:
+      raise ValueError(
+        f"num_items={num_items} holds no whole batch of {batch_size}"
+      )
+    start = (step % per_epoch) * batch_size
+    perm = order(step // per_epoch)
+    return jax.lax.dynamic_slice(perm, (start,), (batch_size,)).astype(
+      jnp.int32
+    )
+  pos = step * batch_size + jnp.arange(batch_size)
   epoch, within = pos // num_items, pos % num_items
   first = epoch[0]
   spans = (batch_size - 1) // num_items + 2  # epochs one batch can touch
-  perms = jax.vmap(
-    lambda e: jax.random.permutation(jax.random.fold_in(key, e), num_items)
-  )(first + jnp.arange(spans))
+  perms = jax.vmap(order)(first + jnp.arange(spans))
   return perms[epoch - first, within].astype(jnp.int32)

@@ -8,6 +8,7 @@ from lib.data.digits import class_tasks
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.data.spurious import make_patch_digits
+from lib.data.text import epoch_windows
 from lib.data.text import eval_windows
 from lib.data.text import load_corpus
 from lib.data.text import sample_windows

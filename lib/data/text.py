@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lib.core import errors
+from lib.core import rng
 
 TEXT_SUFFIXES = (".txt", ".md", ".py", ".rst")
 VOCAB_SIZE = 256
@@ -170,11 +171,58 @@ def train_val_split(
 def sample_windows(
   tokens: jax.Array, key: jax.Array, batch_size: int, seq_len: int
 ) -> jax.Array:
-  """Random windows [batch_size, seq_len + 1] (int32); jittable, on device."""
+  """Windows [batch_size, seq_len + 1] (int32) at uniform random starts,
+  drawn with replacement at every step (the official DataReader's
+  `with_replacement=True`; `epoch_windows` is its default). Jittable."""
   n = tokens.shape[0]
   if n <= seq_len + 1:
     raise errors.ShapeError(f"corpus of {n} tokens is shorter than seq_len + 1")
   starts = jax.random.randint(key, (batch_size,), 0, n - seq_len - 1)
+  take = lambda s: jax.lax.dynamic_slice(tokens, (s,), (seq_len + 1,))
+  return jax.vmap(take)(starts).astype(jnp.int32)
+
+
+WINDOW_SAMPLINGS = ("epoch", "random")
+
+
+def epoch_window_count(num_tokens: int, seq_len: int) -> int:
+  """Windows in an epoch of `epoch_windows`: the official DataReader's
+  (num_tokens - seq_len - 1) // seq_len - 1 (one dropped, so that a
+  per-epoch offset < seq_len keeps the last one inside the stream)."""
+  return (num_tokens - seq_len - 1) // seq_len - 1
+
+
+def epoch_windows(
+  tokens: jax.Array, key: jax.Array, step, batch_size: int, seq_len: int
+) -> jax.Array:
+  """Windows [batch_size, seq_len + 1] (int32) of batch `step`, sampled as
+  Quartet's DataReader does without replacement (src/data/utils.py, the
+  official default `with_replacement=False`).
+
+  Epoch e cuts the stream into `epoch_window_count` non-overlapping windows
+  starting at multiples of seq_len, all shifted by one offset drawn in
+  [0, seq_len) for that epoch, and visits them in a random order in whole
+  batches (the remainder batch is dropped); no window repeats within an
+  epoch. Stateless (`lib.core.rng.epoch_indices`, drop_remainder=True):
+  `key` is the run's, the same at every step, and a resumed run draws the
+  same batches. Jittable, on device.
+  """
+  num_windows = epoch_window_count(tokens.shape[0], seq_len)
+  if num_windows < batch_size:
+    raise errors.ShapeError(
+      f"a corpus of {tokens.shape[0]} tokens holds {max(num_windows, 0)} "
+      f"windows of seq_len {seq_len}, fewer than one batch of {batch_size}"
+    )
+  step = jnp.asarray(step, jnp.int32)
+  order_key, offset_key = jax.random.split(key)
+  order = rng.epoch_indices(
+    order_key, step, num_windows, batch_size, drop_remainder=True
+  )
+  epoch = step // (num_windows // batch_size)
+  offset = jax.random.randint(
+    jax.random.fold_in(offset_key, epoch), (), 0, seq_len
+  )
+  starts = order * seq_len + offset
   take = lambda s: jax.lax.dynamic_slice(tokens, (s,), (seq_len + 1,))
   return jax.vmap(take)(starts).astype(jnp.int32)
 

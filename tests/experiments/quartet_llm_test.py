@@ -20,13 +20,22 @@ from experiments.claims import report
 from lib import models
 from lib import train as train_lib
 from lib.core.errors import ConfigError
+from lib.data import text
 from tests import helpers
 
 
-def test_smoke_run_writes_results(tmp_path, fast_compile):
+def test_smoke_run_writes_results(tmp_path, fast_compile, monkeypatch):
   config = config_lib.get_config("quick,smoke")
   assert config.seeds == 2
+  # Training batches come from the official reader's epochs (the default).
+  drawn = []
+  epoch_windows = text.epoch_windows
+  monkeypatch.setattr(
+    text, "epoch_windows", lambda *a: drawn.append(a[3:]) or epoch_windows(*a)
+  )
   r = quartet_llm.run(config, str(tmp_path))
+  assert config.data.sampling == "epoch"
+  assert drawn and set(drawn) == {(config.data.batch_size, config.data.seq_len)}
   assert set(r["val_loss"]) == {"bf16", "quartet"}
   for m, v in r["val_loss_per_seed"].items():
     # A few steps from a uniform 256-way guess (5.55 nats) must go down.
@@ -112,6 +121,22 @@ def test_short_corpus_fails_before_the_workdir_is_written(tmp_path, binary):
   assert "config.data.path=" in str(e.value)
   assert "config.data.seq_len=64" in str(e.value)
   assert not os.path.exists(workdir / "config.json")
+
+
+def test_epoch_sampling_needs_a_batch_of_training_windows(tmp_path):
+  # 1,960 training bytes hold 59 windows of 32: too few for a batch of 64.
+  corpus = tmp_path / "short.txt"
+  corpus.write_text("x" * 2000)
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.data.update(path=str(corpus), seq_len=32, batch_size=64)
+  with pytest.raises(ConfigError, match="training split holds 1960") as e:
+    quartet_llm.run(config, str(tmp_path / "w"))
+  assert "data.batch_size=64, data.sampling='epoch'" in str(e.value)
+  with config.unlocked():
+    config.data.sampling = "shuffle"
+  with pytest.raises(ConfigError, match="config.data.sampling"):
+    quartet_llm.run(config, str(tmp_path / "w"))
 
 
 def test_paired_interval_is_the_student_t_interval():

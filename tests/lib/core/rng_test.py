@@ -33,3 +33,21 @@ def test_epoch_indices_visit_each_item_once_per_epoch(num_items, batch_size):
 def test_epoch_indices_refuse_empty_sizes():
   with pytest.raises(ValueError, match="num_items=0"):
     rng.epoch_indices(jax.random.key(0), 0, 0, 4)
+
+
+def test_epoch_indices_dropping_the_remainder_visit_whole_batches():
+  # 10 items in batches of 4: two whole batches an epoch, 8 distinct items,
+  # then a new epoch (a new order); 2 items are left out of each epoch.
+  key = jax.random.key(5)
+  draw = jax.jit(
+    lambda s: rng.epoch_indices(key, s, 10, 4, drop_remainder=True)
+  )
+  epochs = [
+    np.concatenate([np.asarray(draw(2 * e + b)) for b in range(2)])
+    for e in range(3)
+  ]
+  for e in epochs:
+    assert len(set(e.tolist())) == 8 and e.min() >= 0 and e.max() < 10
+  assert len({tuple(e) for e in epochs}) == 3
+  with pytest.raises(ValueError, match="no whole batch"):
+    rng.epoch_indices(key, 0, 3, 4, drop_remainder=True)

@@ -51,6 +51,29 @@ def test_split_and_windows():
     text.train_val_split(tokens, 1.5)
 
 
+def test_epoch_windows_follow_the_official_reader_without_replacement():
+  # Quartet's DataReader(with_replacement=False): an epoch of 1000 tokens
+  # and seq_len 16 holds (1000 - 17) // 16 - 1 = 60 windows, 7 batches of
+  # 8 (the remainder of 4 dropped), all starting at one offset mod 16,
+  # none repeated; the next epoch has a new order and offset.
+  tokens = jax.numpy.asarray(np.arange(1000, dtype=np.int32))
+  assert text.epoch_window_count(1000, 16) == 60
+  key = jax.random.key(2)
+  draw = jax.jit(lambda s: text.epoch_windows(tokens, key, s, 8, 16))
+  epochs = []
+  for e in range(3):
+    w = np.concatenate([np.asarray(draw(7 * e + b)) for b in range(7)])
+    starts = w[:, 0]
+    # Each window is seq_len + 1 consecutive tokens inside the stream.
+    np.testing.assert_array_equal(w, starts[:, None] + np.arange(17))
+    assert w.max() < 1000 and len(set(starts.tolist())) == 56
+    assert len(set((starts % 16).tolist())) == 1
+    epochs.append(starts)
+  assert len({tuple(e) for e in epochs}) == 3
+  with pytest.raises(errors.ShapeError, match="fewer than one batch of 8"):
+    text.epoch_windows(tokens[:100], key, 0, 8, 16)
+
+
 def test_bad_user_input_is_a_one_line_config_error(tmp_path):
   # A damaged .npz (zip magic, then garbage) raised zipfile.BadZipFile from
   # deep inside numpy; a negative max_bytes silently dropped the last bytes
