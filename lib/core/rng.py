@@ -34,14 +34,62 @@ def stream(key: jax.Array, name: str, step=None) -> jax.Array:
   return jax.random.fold_in(key, stream_id(name))
 
 
+_FEISTEL_ROUNDS = 4
+
+
+def permuted_index(key, index, num_items: int) -> jax.Array:
+  """Where `index` goes under a keyed pseudo-random permutation of
+  range(num_items): O(1) work per index, no array of num_items.
+
+  A 4-round Feistel network over the smallest even number of bits that
+  holds num_items, each round a threefry hash of its half (Luby-Rackoff: a
+  pseudo-random permutation), walked until it lands inside range(num_items)
+  (cycle walking: still a bijection; under 4 rounds of the network per
+  index on average). Different keys give independent orders.
+
+  Args:
+    key: the permutation's key.
+    index: int array of indices in [0, num_items) (any shape).
+    num_items: the size of the permuted range (static, >= 1).
+
+  Returns:
+    int32 array of the same shape: the permuted indices.
+  """
+  if num_items < 1:
+    raise ValueError(f"permuted_index needs num_items >= 1, got {num_items}")
+  half = max(1, -(-max(num_items - 1, 1).bit_length() // 2))
+  mask = jnp.uint32((1 << half) - 1)
+  keys = [jax.random.fold_in(key, r) for r in range(_FEISTEL_ROUNDS)]
+
+  def hash_(k, v):
+    return jax.random.bits(jax.random.fold_in(k, v), dtype=jnp.uint32)
+
+  def network(x):
+    left, right = x >> half, x & mask
+    for k in keys:
+      f = jax.vmap(lambda v, k=k: hash_(k, v))(right.reshape(-1))
+      left, right = right, left ^ (f.reshape(right.shape) & mask)
+    return (left << half) | right
+
+  def walk(x):
+    return jax.lax.while_loop(
+      lambda y: jnp.any(y >= num_items),
+      lambda y: jnp.where(y >= num_items, network(y), y),
+      network(x),
+    )
+
+  x = jnp.asarray(index).astype(jnp.uint32)
+  return walk(x).astype(jnp.int32)
+
+
 def epoch_indices(
   key, step, num_items: int, batch_size: int, *, drop_remainder: bool = False
 ) -> jax.Array:
   """Indices of batch `step` when every epoch visits each item once.
 
-  Epoch e visits the items in the order
-  `jax.random.permutation(fold_in(key, e), num_items)`, as a shuffling data
-  loader does. Stateless, like every stream here: a resumed run draws the
+  Epoch e visits the items in the order of `permuted_index(fold_in(key, e),
+  ., num_items)`, a pseudo-random permutation, as a shuffling data loader
+  does. Stateless, like every stream here: a resumed run draws the
   same batches.
 
   drop_remainder=False (torch `DataLoader(shuffle=True)`, which keeps its
@@ -69,8 +117,10 @@ def epoch_indices(
       f"{num_items}, batch_size={batch_size}"
     )
   step = jnp.asarray(step, jnp.int32)
-  order = lambda e: jax.random.permutation(
-    jax.random.fold_in(key, e), num_items
+  # Position `within` of epoch e's order (`permuted_index`): no array of
+  # num_items is built, so a step costs O(batch_size) for any epoch size.
+  order = lambda e, within: permuted_index(
+    jax.random.fold_in(key, e), within, num_items
   )
   if drop_remainder:
     per_epoch = num_items // batch_size
@@ -78,14 +128,8 @@ def epoch_indices(
       raise ValueError(
         f"num_items={num_items} holds no whole batch of {batch_size}"
       )
-    start = (step % per_epoch) * batch_size
-    perm = order(step // per_epoch)
-    return jax.lax.dynamic_slice(perm, (start,), (batch_size,)).astype(
-      jnp.int32
-    )
+    within = (step % per_epoch) * batch_size + jnp.arange(batch_size)
+    return order(step // per_epoch, within)
   pos = step * batch_size + jnp.arange(batch_size)
   epoch, within = pos // num_items, pos % num_items
-  first = epoch[0]
-  spans = (batch_size - 1) // num_items + 2  # epochs one batch can touch
-  perms = jax.vmap(order)(first + jnp.arange(spans))
-  return perms[epoch - first, within].astype(jnp.int32)
+  return jax.vmap(order)(epoch, within)

@@ -51,3 +51,17 @@ def test_epoch_indices_dropping_the_remainder_visit_whole_batches():
   assert len({tuple(e) for e in epochs}) == 3
   with pytest.raises(ValueError, match="no whole batch"):
     rng.epoch_indices(key, 0, 3, 4, drop_remainder=True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 1000, 1024, 1025])
+def test_permuted_index_is_a_bijection(n):
+  # Every index lands on a distinct index of range(n), whatever n is
+  # against the Feistel network's power-of-4 domain (cycle walking).
+  i = jax.numpy.arange(n)
+  p = np.asarray(
+    jax.jit(lambda k: rng.permuted_index(k, i, n))(jax.random.key(0))
+  )
+  np.testing.assert_array_equal(np.sort(p), np.arange(n))
+  if n >= 17:  # another key, another order; not the identity
+    q = np.asarray(rng.permuted_index(jax.random.key(1), i, n))
+    assert not np.array_equal(p, q) and not np.array_equal(p, np.arange(n))
