@@ -17,6 +17,7 @@ from lib.core.mesh import replicated
 from lib.core.mesh import to_global
 from lib.core.rng import epoch_indices
 from lib.core.rng import is_typed_key
+from lib.core.rng import permuted_index
 from lib.core.rng import root_key
 from lib.core.rng import stream
 from lib.core.tree import all_finite
