@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; 16 min 43 s for all quick runs on a fresh clone, 2-core CPU):
+Run (the main job; 16 min 40 s for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':quick' is the default tier; ':smoke' runs each experiment's smoke variant (seconds; used by tests).
