@@ -75,32 +75,16 @@ def beta(theta, x, eps: float = 1e-4):
 
 def data_beta(theta, x, eps: float = 1e-4, clamp: str = "probs"):
   """beta of the new task's rows under `clamp` (see `BETA_CLAMPS`)."""
-  _check_clamp(clamp)
+  errors.check_one_of(clamp, BETA_CLAMPS, "clamp")
   return beta(theta, x, eps if clamp == "probs" else 0.0)
 
 
 def memory_beta(theta, u, eps: float = 1e-4, clamp: str = "probs"):
   """beta of memory vectors under `clamp` (see `BETA_CLAMPS`)."""
-  _check_clamp(clamp)
+  errors.check_one_of(clamp, BETA_CLAMPS, "clamp")
   if clamp == "probs":
     return beta(theta, u, eps)
   return jnp.maximum(beta(theta, u, 0.0), eps)
-
-
-def _check_style(style: str) -> None:
-  errors.check(
-    style in EM_STYLES,
-    errors.ConfigError,
-    f"unknown EM style {style!r}; one of {EM_STYLES}",
-  )
-
-
-def _check_clamp(clamp: str) -> None:
-  errors.check(
-    clamp in BETA_CLAMPS,
-    errors.ConfigError,
-    f"unknown beta clamp {clamp!r}; one of {BETA_CLAMPS}",
-  )
 
 
 def ppca_em_step(w, x, noise, jitter: float = 1e-6):
@@ -202,7 +186,7 @@ def update_memory(
     norms; "notebook": see `refine_notebook`; slots of weight 0 keep their
     vector and weight 0), and with `return_steps` the steps run.
   """
-  _check_style(style)
+  errors.check_one_of(style, EM_STYLES, "style")
   obs = observed_rows(theta, x_new, memory, eps, clamp)
   learnable = add_vectors(memory, init_u, init_w, slot)
   em = dict(iters=iters, noise=noise, eps=eps, jitter=jitter, clamp=clamp)

@@ -50,6 +50,15 @@ def npy_read_reason(e: BaseException) -> str:
   return first
 
 
+def check_one_of(value, known, key: str) -> None:
+  """ConfigError naming `key` unless `value` is one of `known` (early validation)."""
+  check(
+    value in known,
+    ConfigError,
+    f"{key}={value!r} is not one of {sorted(known)}",
+  )
+
+
 def check(condition: bool, error_type: type[UserError], message: str) -> None:
   """Raises `error_type(message)` unless `condition` holds (host-side check)."""
   if not condition:

@@ -33,14 +33,6 @@ NEXT_STEP_TARGETS = ("state", "increment")
 SNAPSHOT_SAMPLINGS = ("epoch", "replacement")
 
 
-def _check_next_step_target(target):
-  errors.check(
-    target in NEXT_STEP_TARGETS,
-    errors.ConfigError,
-    f"unknown next-step target {target!r}; expected one of {NEXT_STEP_TARGETS}",
-  )
-
-
 def build_model(kind, model_config, length):
   """Builds the flax module of one model kind from a config block."""
   if kind == "hns":
@@ -138,7 +130,7 @@ def snapshot_batch(
     {"u": [batch, n], "target": [batch, n]}.
   """
   num_traj, num_t = data["u"].shape[:2]
-  check_snapshot_sampling(sampling)
+  errors.check_one_of(sampling, SNAPSHOT_SAMPLINGS, "sampling")
   k_traj, k_time = jax.random.split(key)
   if sampling == "epoch":
     errors.check(
@@ -151,15 +143,6 @@ def snapshot_batch(
     traj = jax.random.randint(k_traj, (batch_size,), 0, num_traj)
   time = jax.random.randint(k_time, (batch_size,), 0, num_t)
   return {"u": data["u"][traj, time], "target": data["target"][traj, time]}
-
-
-def check_snapshot_sampling(sampling):
-  errors.check(
-    sampling in SNAPSHOT_SAMPLINGS,
-    errors.ConfigError,
-    f"unknown snapshot sampling {sampling!r}; expected one of "
-    f"{SNAPSHOT_SAMPLINGS}",
-  )
 
 
 def relative_l2_loss(kind, model, grid):
@@ -205,7 +188,7 @@ def training_targets(
     dudt = jax.vmap(integrators.richardson_dudt, in_axes=(0, None))(traj, dt)
     return traj, dudt
   if kind == "next_step_cnn":
-    _check_next_step_target(next_step_target)
+    errors.check_one_of(next_step_target, NEXT_STEP_TARGETS, "next_step_target")
     if next_step_target == "state":
       return traj[:, :-1], traj[:, 1:]
     return traj[:, :-1], traj[:, 1:] - traj[:, :-1]
@@ -302,7 +285,7 @@ def rollout(
     f"rollout takes a batch of initial conditions u0 [B, n], got shape "
     f"{jnp.shape(u0)} (one field: u0[None])",
   )
-  _check_next_step_target(next_step_target)
+  errors.check_one_of(next_step_target, NEXT_STEP_TARGETS, "next_step_target")
   validation.check_initial_condition(u0, grid.n)
   return _rollout(
     params,
@@ -464,7 +447,7 @@ def task_parts(kind, model, grid, u, target, *, batch_size, sampling="epoch"):
     dict with keys init_fn, loss_fn, data and batch_fn: (data, key, step,
     order_key) -> batch, `order_key` the run's key for the epoch order.
   """
-  check_snapshot_sampling(sampling)
+  errors.check_one_of(sampling, SNAPSHOT_SAMPLINGS, "sampling")
 
   def batch_fn(data, key, step, order_key):
     return snapshot_batch(

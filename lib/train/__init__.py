@@ -6,11 +6,11 @@ result = lib.train.run_sweep(init_one, step_one, lib.train.sweep_grid(lr=...,
                              seed=...), workdir=..., config=...)
 """
 
+from lib.core.errors import check_one_of
 from lib.train.checkpoint import Checkpointer
 from lib.train.distributed import initialize as initialize_distributed
 from lib.train.logs import enable_logging
 from lib.train.loop import Task
-from lib.train.loop import check_one_of
 from lib.train.loop import fit
 from lib.train.loop import full_batch
 from lib.train.loop import train

@@ -403,12 +403,3 @@ def fit(
     shard_batch=task.shard_batch,
     allow_config_change=allow_config_change,
   )
-
-
-def check_one_of(value, known, key: str) -> None:
-  """ConfigError naming `key` unless `value` is one of `known` (early validation)."""
-  errors.check(
-    value in known,
-    errors.ConfigError,
-    f"{key}={value!r} is not one of {sorted(known)}",
-  )

@@ -594,7 +594,9 @@ def test_next_step_increment_is_the_old_path_bitwise():
 
 def test_an_unknown_next_step_target_is_refused():
   g, traj, model, params, _ = _next_step_setup()
-  with pytest.raises(errors.ConfigError, match="next-step target 'residual'"):
+  with pytest.raises(
+    errors.ConfigError, match="next_step_target='residual' is not one of"
+  ):
     solver.training_targets(
       "next_step_cnn",
       "advection",
@@ -604,7 +606,9 @@ def test_an_unknown_next_step_target_is_refused():
       label_stencil="central",
       next_step_target="residual",
     )
-  with pytest.raises(errors.ConfigError, match="next-step target 'residual'"):
+  with pytest.raises(
+    errors.ConfigError, match="next_step_target='residual' is not one of"
+  ):
     solver.rollout(
       "next_step_cnn",
       model,
