@@ -9,7 +9,8 @@ The GPU tier (issue 35; one H200, a <= 6-minute goal, estimated below, not yet m
 runs every experiment's `gpu` variant (more seeds, larger models) in its own run directories.
 Each child's log lines stream live, prefixed with its run name ("[qblr] ..."), and are
 saved to <workdir>/<run>/log.txt. REPORT.md: claims (verdicts yes / no / unresolved /
-missing, see experiments/claims/report.py), sanity checks, notes, failed runs, the verdicts
+missing, see experiments/claims/report.py), the commands that would settle the
+unresolved ones, sanity checks, notes, failed runs, the verdicts
 that changed since the last report in the same workdir, and the count line.
 """
 

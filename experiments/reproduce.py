@@ -6,9 +6,10 @@ schema and verdicts: `experiments/claims/report.py`). This binary runs each
 would type), streams the child's log lines live prefixed with the run name
 ("[quartet_llm] step 100/400 ...") while saving them to `<run>/log.txt`, reads
 the run's results.json, and writes REPORT.md: a claims table (paper value,
-ours, comparator, check, verdict yes / no / unresolved / missing), a sanity
-table, notes, failed runs, verdict changes since the last report in the same
-workdir, and the count line.
+ours, comparator, check, verdict yes / no / unresolved / missing), the
+commands that would settle the unresolved claims (each run again with more
+seeds: `report.settle_commands`), a sanity table, notes, failed runs, verdict
+changes since the last report in the same workdir, and the count line.
 
 A run is cached: `<run>/stamp.json` records the command and the code version
 (a hash of every source file, `code_version()`) it ran with. A rerun of the main
@@ -181,6 +182,12 @@ def run(config, workdir) -> dict:
     for r in rows
     if r["claim"].name in before and before[r["claim"].name] != r["verdict"]
   }
+  settle = report_lib.settle_commands(
+    rows,
+    _run_configs(workdir, outputs),
+    seconds,
+    config_suffix=",smoke" if config.smoke else "",
+  )
   scale = tier
   if config.smoke:
     scale = "smoke" if tier == "quick" else f"{tier},smoke"
@@ -192,6 +199,7 @@ def run(config, workdir) -> dict:
     scale=scale,
     wall_seconds=total,
     run_seconds=seconds,
+    settle=settle,
   )
   report_path = os.path.join(workdir, "REPORT.md")
   if train_lib.is_main_process():
@@ -228,10 +236,24 @@ def run(config, workdir) -> dict:
       )
       for paper in dict.fromkeys(r["claim"].paper for r in claim_rows)
     },
+    # One rerun command per run with unresolved claims (REPORT.md's
+    # "Settling the unresolved claims").
+    "settle": settle,
     "verdict_changes": {k: list(v) for k, v in changes.items()},
     "failures": failures,
   }
   return train_lib.write_results(workdir, summary)
+
+
+def _run_configs(workdir, run_names) -> dict[str, dict]:
+  """{run name: its config.json}, for the runs that wrote one."""
+  configs = {}
+  for name in run_names:
+    file = os.path.join(workdir, name, "config.json")
+    if os.path.exists(file):
+      with open(file) as f:
+        configs[name] = json.load(f)
+  return configs
 
 
 if __name__ == "__main__":

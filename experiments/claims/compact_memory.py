@@ -24,7 +24,15 @@ _COMMON = dict(
 
 
 def _paired(*, figures=("accuracy_vs_memory.png",), **kwargs):
-  return banded(fmt="{:+.3f}", figures=figures, **kwargs, **_COMMON)
+  # Four moons runs its own seeds (`moons.seeds`), Split-digits `seeds`.
+  moons = kwargs["metric"].startswith("moons.")
+  return banded(
+    fmt="{:+.3f}",
+    figures=figures,
+    count_key="moons.seeds" if moons else "seeds",
+    **kwargs,
+    **_COMMON,
+  )
 
 
 _REPLAY = (

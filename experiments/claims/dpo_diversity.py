@@ -21,6 +21,7 @@ _COMMON = dict(
   paper="dpo_diversity",
   experiment="dpo_diversity",
   config="quick",
+  count_key="seeds",
 )
 
 

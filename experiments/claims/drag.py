@@ -16,6 +16,7 @@ _COMMON = dict(
   config="quick",
   figures=("coverage.png",),
   fmt="{:+.3f}",
+  count_key="seeds",
 )
 
 CLAIMS = [

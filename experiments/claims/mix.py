@@ -17,6 +17,10 @@ _COMMON = dict(
   config="quick",
   figures=("metrics.png",),
   sample_unit="series",
+  # The first half of the explained series picks the view, the second half
+  # is scored: two explained series a sample.
+  count_key="num_explain",
+  count_scale=2,
 )
 
 
@@ -85,6 +89,8 @@ def _refine_claims(dataset, label):
     config="quick",
     fmt="{:+.4f}",
     sample_unit="series",
+    count_key="num_explain",
+    count_scale=2,
   )
   return [
     banded(

@@ -26,6 +26,7 @@ def _paired(key: str, **kw) -> Claim:
     interval=(f"{key}.lo", f"{key}.hi"),
     # One paired list per baseline; the claim needs every one settled.
     samples=f"{key}.baselines.*.by_seed",
+    count_key="finetune.seeds",
     comparator_diverged=f"{key}.comparator_finite_fraction",
     figures=("finetune.png",),
     paper_value=NO_PAPER_VALUE,

@@ -81,9 +81,25 @@ class Claim:
   # Why the band is not a t interval over per-unit samples (a bootstrap, a
   # range over seeds, timing rounds): the seeds-needed column says "n/a: ...".
   no_samples: str = ""
+  # The run's config key (dots) that sets how many samples `samples` holds:
+  # the config value is `count_scale` x the sample count (MIX explains two
+  # series for each one it scores). With it, the report gives the command
+  # that reruns the experiment with the samples that would settle the claim
+  # (`settle_commands`).
+  count_key: str | None = None
+  count_scale: int = 1
 
   def __post_init__(self):
     parse_check(self.check)
+    if self.count_key is not None and self.samples is None:
+      raise ValueError(
+        f"claim {self.name!r} names count_key={self.count_key!r} but no "
+        "samples: the count key sets the number of `samples`"
+      )
+    if self.count_scale < 1:
+      raise ValueError(
+        f"claim {self.name!r}: count_scale must be >= 1, got {self.count_scale}"
+      )
     if not self.sanity and not self.comparator.strip():
       raise ValueError(
         f"claim {self.name!r} names no comparator (set comparator=..., or "
@@ -222,7 +238,7 @@ def seeds_to_settle(
   return int(n[ok[0]]) if ok.size else None
 
 
-def _sample_lists(results: dict, key: str) -> list:
+def sample_lists(results: dict, key: str) -> list:
   """The lists at `key` ('*' = every key of that level); [] when absent."""
   head, star, tail = key.partition(".*")
   if not star:
@@ -234,7 +250,7 @@ def _sample_lists(results: dict, key: str) -> list:
   out = []
   for sub in parent.values():
     if isinstance(sub, dict):
-      out += _sample_lists(sub, tail.lstrip("."))
+      out += sample_lists(sub, tail.lstrip("."))
   return out
 
 
@@ -259,7 +275,7 @@ def seeds_needed(claim: Claim, results: dict | None, level: float = 0.95):
   """
   if claim.samples is None:
     return "n/a: " + (claim.no_samples or "no per-unit samples")
-  lists = _sample_lists(results or {}, claim.samples)
+  lists = sample_lists(results or {}, claim.samples)
   if not lists:
     return f"n/a: no `{claim.samples}` in results"
   thresholds = check_thresholds(claim.check)
@@ -290,6 +306,135 @@ def seeds_needed_text(needed, unit: str, ran: int | None = None) -> str:
   if not isinstance(needed, int):
     return str(needed)
   return f"{needed} {unit}" + (f" (ran {ran})" if ran is not None else "")
+
+
+def count_mismatch(claim: Claim, config: dict | None, ran) -> str | None:
+  """Why `claim.count_key` in a run's `config` (its config.json) does not
+  hold count_scale x `ran` (the samples the run has); None when it does."""
+  current = lookup(config or {}, claim.count_key)
+  if _is_number(current) and _is_number(ran):
+    if current == claim.count_scale * ran:
+      return None
+  return (
+    f"config.{claim.count_key} is {current!r}, not {claim.count_scale} x the "
+    f"{ran} samples the run has"
+  )
+
+
+def settle_commands(
+  rows: list[dict],
+  configs: dict[str, dict],
+  run_seconds: dict | None = None,
+  config_suffix: str = "",
+) -> list[dict]:
+  """The reruns that would settle the unresolved claims: one per run.
+
+  A claim counts when its `seeds_needed` is a number and it names its
+  `count_key`. The run's config (`configs[run name]`, its config.json) must
+  hold count_scale x seeds_ran at that key, which shows that the key sets the
+  sample count; the rerun sets it to count_scale x the largest number that
+  the run's claims need. The number is where the band, at this run's mean and
+  spread, would clear the check: a new run's mean moves too, so it settles a
+  claim about as often as not when the effect is as measured. `seconds` is
+  `run_seconds[run]` scaled by the samples (an estimate: compilation does not
+  grow with them). `config_suffix` follows the claim's config argument in the
+  command (",smoke" where the runs were smoke runs).
+
+  Returns dicts with run, experiment, config, key, value (the new config
+  value), ran and needed (samples), unit, claims (names), seconds (None when
+  unknown) and command; or, where the config does not hold the count the run
+  has, run, key, claims and `skipped` (why).
+  """
+  by_run: dict[str, list[dict]] = {}
+  for row in rows:
+    c = row["claim"]
+    if c.sanity or c.count_key is None:
+      continue
+    if not isinstance(row.get("seeds_needed"), int):
+      continue
+    by_run.setdefault(c.run_name, []).append(row)
+  out = []
+  for run, run_rows in by_run.items():
+    c = run_rows[0]["claim"]
+    names = [r["claim"].name for r in run_rows]
+    keys = {(r["claim"].count_key, r["claim"].count_scale) for r in run_rows}
+    ran = {r.get("seeds_ran") for r in run_rows}
+    if len(keys) > 1 or len(ran) > 1:
+      why = (
+        f"its claims name different count keys {sorted(keys)} or sample "
+        f"counts {sorted(map(str, ran))}"
+      )
+    else:
+      why = count_mismatch(c, configs.get(run), next(iter(ran)))
+    if why is not None:
+      out.append(dict(run=run, key=c.count_key, claims=names, skipped=why))
+      continue
+    ran = next(iter(ran))
+    needed = max(r["seeds_needed"] for r in run_rows)
+    value = c.count_scale * needed
+    took = (run_seconds or {}).get(run)
+    command = (
+      f"python -m experiments.{c.experiment} --config "
+      f"configs/{c.experiment}.py:{c.config}{config_suffix} "
+      f"--config.{c.count_key}={value} "
+      f"--workdir runs/settle/{run}"
+    )
+    out.append(
+      dict(
+        run=run,
+        experiment=c.experiment,
+        config=c.config,
+        key=c.count_key,
+        value=value,
+        ran=ran,
+        needed=needed,
+        unit=run_rows[0].get("seeds_unit", c.sample_unit),
+        claims=names,
+        seconds=None if took is None else round(took * needed / ran),
+        command=command,
+      )
+    )
+  return out
+
+
+def settle_section(settle: list[dict]) -> list[str]:
+  """REPORT.md's lines for `settle_commands`' output ([] when empty)."""
+  if not settle:
+    return []
+  lines = [
+    "## Settling the unresolved claims",
+    "",
+    "Each command reruns one experiment of this report with the samples at "
+    "which its unresolved claims' bands, at this run's mean and spread, would "
+    "clear their checks (the largest 'seeds to settle' of its claims). A new "
+    "run's mean moves too, so a claim settles about as often as not when the "
+    "effect is as measured. The time is this run's, scaled by the samples "
+    "(an estimate).",
+  ]
+  table, skipped = [], []
+  for s in settle:
+    claims = ", ".join(f"`{n}`" for n in s["claims"])
+    if "skipped" in s:
+      skipped.append(f"- `{s['run']}` ({claims}): no command, {s['skipped']}.")
+      continue
+    table.append(
+      f"| {s['run']} | {claims} | {s['needed']} {s['unit']} (ran "
+      f"{s['ran']}) | {_duration(s['seconds'])} | `{s['command']}` |"
+    )
+  if table:
+    lines += [
+      "",
+      "| run | claims | samples | time (est.) | command |",
+      "|---|---|---|---|---|",
+      *table,
+    ]
+  times = [s["seconds"] for s in settle if "skipped" not in s]
+  if times and None not in times:
+    lines += [
+      "",
+      f"In all, one after the other: about {_duration(sum(times))}.",
+    ]
+  return lines + ([""] + skipped if skipped else [])
 
 
 def _is_number(v) -> bool:
@@ -343,7 +488,7 @@ def absent_keys(claim: Claim, results: dict) -> dict[str, str]:
   absent = {}
   for role, key in claim_keys(claim).items():
     if role == "samples":
-      found = bool(_sample_lists(results, key))
+      found = bool(sample_lists(results, key))
     elif role == "comparator_diverged":
       found = diverged(lookup(results, key)) is not None
     else:
@@ -371,7 +516,7 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
 
   def row(verdict, ours):
     settled = verdict in ("yes", "no")
-    lists = _sample_lists(results, claim.samples) if claim.samples else []
+    lists = sample_lists(results, claim.samples) if claim.samples else []
     return {
       "claim": claim,
       "value": value,
@@ -517,9 +662,11 @@ def render_markdown(
   scale: str = "quick",
   wall_seconds: float | None = None,
   run_seconds: dict | None = None,
+  settle: list[dict] | None = None,
 ) -> str:
-  """The REPORT.md text: summary, claims, sanity checks, notes, failed runs,
-  count.
+  """The REPORT.md text: summary, claims, the commands that would settle the
+  unresolved ones (`settle`, from `settle_commands`), sanity checks, notes,
+  failed runs, count.
 
   The summary at the top is one row per paper (`paper_table`; `run_seconds`:
   {run name: seconds}) under the job's wall time (`wall_seconds`). `changes`
@@ -547,7 +694,7 @@ def render_markdown(
   for row in claims:
     c = row["claim"]
     needed = row.get("seeds_needed")
-    settle = (
+    settle_cell = (
       "-"
       if needed is None
       else seeds_needed_text(
@@ -558,8 +705,10 @@ def render_markdown(
       f"| {c.paper} | {_cell(c.claim)} | {_cell(c.paper_value)} | "
       f"{_cell(row['ours'])} | {_cell(c.comparator)} | "
       f"`{c.metric} {c.check}` | {_cell(_verdict_cell(row))} | "
-      f"{_cell(settle)} | {figs(c)} |"
+      f"{_cell(settle_cell)} | {figs(c)} |"
     )
+  if settle:
+    lines += [""] + settle_section(settle)
   if sanity:
     lines += [
       "",

@@ -15,7 +15,7 @@ import functools
 from experiments.claims.report import NO_PAPER_VALUE
 from experiments.claims.report import banded
 
-_COMMON = dict(paper="sfn", experiment="sfn", config="quick")
+_COMMON = dict(paper="sfn", experiment="sfn", config="quick", count_key="seeds")
 
 
 _claim = functools.partial(banded, **_COMMON)

@@ -10,7 +10,13 @@ from the uniform one. 95 % t intervals over seeds, paired by seed.
 
 from experiments.claims.report import banded
 
-_COMMON = dict(paper="trpe", experiment="trpe", config="quick", fmt="{:+.3f}")
+_COMMON = dict(
+  paper="trpe",
+  experiment="trpe",
+  config="quick",
+  fmt="{:+.3f}",
+  count_key="seeds",
+)
 
 CLAIMS = [
   banded(

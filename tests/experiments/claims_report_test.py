@@ -450,3 +450,119 @@ def test_every_experiment_with_claims_checks_its_keys_in_smoke(experiment):
     f"no test in tests/experiments calls helpers.check_claim_keys("
     f"{experiment!r}, workdir) on its smoke results"
   )
+
+
+def test_settle_commands_rerun_each_run_with_the_samples_its_claims_need():
+  def row(name, run, m, s, n, **kw):
+    claim = report.banded(
+      name=name,
+      metric="d",
+      claim="claim",
+      paper_value="1",
+      comparator="B",
+      check="> 0",
+      paper="p",
+      experiment=run,
+      config="quick",
+      **kw,
+    )
+    return report.evaluate(claim, _banded_results(m, s, n))
+
+  rows = [
+    row("a", "e", 0.1, 0.2, 3, count_key="train.seeds"),
+    row("b", "e", 0.3, 0.4, 3, count_key="train.seeds"),
+    row("c", "f", 0.1, 0.3, 4, count_key="num_explain", count_scale=2),
+    row("d", "g", 0.1, 0.2, 3, count_key="seeds"),  # config disagrees
+    row("settled", "e", 1.0, 0.1, 3, count_key="train.seeds"),
+    row("no_key", "h", 0.1, 0.2, 3),
+  ]
+  assert [r["verdict"] for r in rows] == ["unresolved"] * 4 + [
+    "yes",
+    "unresolved",
+  ]
+  need_a = _expected_seeds(0.1, 0.2, 0.0)
+  need_b = _expected_seeds(0.3, 0.4, 0.0)
+  need_c = _expected_seeds(0.1, 0.3, 0.0)
+  configs = {
+    "e": {"train": {"seeds": 3}},
+    "f": {"num_explain": 8},
+    "g": {"seeds": 5},
+  }
+  settle = report.settle_commands(rows, configs, {"e": 60.0, "f": 40.0})
+  by_run = {s["run"]: s for s in settle}
+  assert sorted(by_run) == ["e", "f", "g"]  # h names no count key
+  e = by_run["e"]
+  assert e["claims"] == ["a", "b"] and e["ran"] == 3
+  assert e["needed"] == e["value"] == max(need_a, need_b)
+  assert e["seconds"] == round(60.0 * e["needed"] / 3)
+  assert e["command"] == (
+    "python -m experiments.e --config configs/e.py:quick "
+    f"--config.train.seeds={e['needed']} --workdir runs/settle/e"
+  )
+  f = by_run["f"]
+  assert f["needed"] == need_c and f["value"] == 2 * need_c
+  assert f"--config.num_explain={2 * need_c} " in f["command"]
+  assert "is 5, not 1 x the 3 samples" in by_run["g"]["skipped"]
+  assert "command" not in by_run["g"]
+
+  smoke = report.settle_commands(rows, configs, config_suffix=",smoke")
+  assert "configs/e.py:quick,smoke --config" in smoke[0]["command"]
+  assert smoke[0]["seconds"] is None
+
+  text = report.render_markdown(
+    rows, environment="env", failures={}, settle=settle
+  )
+  part = text.split("## Settling the unresolved claims")[1]
+  assert f"| e | `a`, `b` | {e['needed']} seeds (ran 3) |" in part
+  assert f"`{e['command']}`" in part and f"`{f['command']}`" in part
+  total = e["seconds"] + f["seconds"]
+  assert f"one after the other: about {total // 60}:{total % 60:02d}." in part
+  assert "- `g` (`d`): no command, config.seeds is 5" in part
+  assert "## Settling" not in report.render_markdown(
+    rows, environment="env", failures={}, settle=[]
+  )
+  # Only runs without a command: their reasons, and no empty table.
+  only_g = report.settle_section([by_run["g"]])
+  assert not any(line.startswith("| run |") for line in only_g)
+  assert only_g[-1].startswith("- `g` (`d`): no command")
+
+
+def test_a_count_key_needs_samples_and_a_positive_scale():
+  with pytest.raises(ValueError, match="count_key='seeds' but no samples"):
+    _claim(count_key="seeds")
+  with pytest.raises(ValueError, match="count_scale must be >= 1"):
+    _claim(samples="a.seeds", count_key="seeds", count_scale=0)
+
+
+# Claims with per-unit samples whose count no single config key sets.
+_NO_COUNT_KEY = {
+  # Its units are (seed, validation batch of 32) pairs: seeds x num_val / 32.
+  "hns_kdv_corr_time",
+}
+
+
+@pytest.mark.parametrize("tier", ["quick", "gpu"])
+def test_every_count_key_is_an_integer_of_its_config(tier):
+  import importlib  # pylint: disable=g-import-not-at-top
+
+  from experiments import reproduce  # pylint: disable=g-import-not-at-top
+
+  claims = reproduce.at_tier(all_claims(), tier)
+  unnamed = {
+    c.name for c in claims if c.samples is not None and c.count_key is None
+  }
+  assert unnamed == _NO_COUNT_KEY
+  for c in claims:
+    if c.count_key is None:
+      continue
+    config = importlib.import_module(f"configs.{c.experiment}").get_config(
+      c.config
+    )
+    value = report.lookup(config.to_dict(), c.count_key)
+    assert isinstance(value, int) and not isinstance(value, bool), (
+      c.name,
+      c.config,
+      c.count_key,
+      value,
+    )
+    assert value % c.count_scale == 0, (c.name, value, c.count_scale)
