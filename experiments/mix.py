@@ -161,6 +161,13 @@ def predict(model, params, x):
 def explain_dataset(config, model, params, test, window):
   """Per-series attributions and metrics; returns the summary dict."""
   x_all = np.asarray(test[0][: config.num_explain])  # host: no eager slices
+  if len(x_all) < config.num_explain:
+    logging.warning(
+      "num_explain=%d, but the test split has %d series: explaining all of "
+      "them (the first half picks the view, the second half is scored)",
+      config.num_explain,
+      len(x_all),
+    )
   for s in x_all:
     explain.check_series(s, max(config.levels))
   n = x_all.shape[1]
