@@ -83,15 +83,9 @@ CLAIMS = [
 
 
 def _refine_claims(dataset, label):
-  common = dict(
-    paper="mix",
-    experiment="mix",
-    config="quick",
-    fmt="{:+.4f}",
-    sample_unit="series",
-    count_key="num_explain",
-    count_scale=2,
-  )
+  # _COMMON, each claim naming its own figure.
+  common = {k: v for k, v in _COMMON.items() if k != "figures"}
+  common["fmt"] = "{:+.4f}"
   return [
     banded(
       name=f"mix_kigv_refines_other_views_{label}",
