@@ -408,8 +408,9 @@ def settle_section(settle: list[dict]) -> list[str]:
     "which its unresolved claims' bands, at this run's mean and spread, would "
     "clear their checks (the largest 'seeds to settle' of its claims). A new "
     "run's mean moves too, so a claim settles about as often as not when the "
-    "effect is as measured. The time is this run's, scaled by the samples "
-    "(an estimate).",
+    "effect is as measured. The time is this run's in this job, scaled by "
+    "the samples: an estimate, high where compilation dominates or where "
+    "the job ran experiments side by side.",
   ]
   table, skipped = [], []
   for s in settle:
