@@ -209,12 +209,11 @@ def check_claim_keys(experiment: str, workdir, absent=None) -> None:
       problems.append(f"{c.name}: {role} is listed absent but present")
   # A claim's count_key must set its sample count: the report's commands
   # that would settle it change that key (report.settle_commands).
-  config_file = os.path.join(str(workdir), "config.json")
-  for c in claims:
-    if c.count_key is None or c.name in absent:
-      continue
-    with open(config_file) as f:
+  counted = [c for c in claims if c.count_key and c.name not in absent]
+  if counted:
+    with open(os.path.join(str(workdir), "config.json")) as f:
       config = json.load(f)
+  for c in counted:
     for samples in report_lib.sample_lists(results, c.samples):
       why = report_lib.count_mismatch(c, config, len(samples))
       if why is not None:
