@@ -257,8 +257,7 @@ def train_runs(
 
   batch_one = None
   if batch_fn is not None:
-    # The epoch order's key: the run's, the same at every step.
-    order_root = rng.stream(rng.root_key(config.seed), "order")
+    order_root = train_lib.order_key(config)
 
     def batch_one(data, key, step, setting):
       order_key = run_key(order_root, setting)

@@ -210,8 +210,7 @@ def train_seeds(
     )
     return train_lib.create_state(params, tx)
 
-  # The epoch order's key: the run's, the same at every step.
-  order_root = rng.stream(rng.root_key(config.train.seed), "order")
+  order_root = train_lib.order_key(config.train)
 
   def batch_one(data, key, step, setting):
     if d.sampling == "epoch":

@@ -13,6 +13,7 @@ from lib.train.logs import enable_logging
 from lib.train.loop import Task
 from lib.train.loop import fit
 from lib.train.loop import full_batch
+from lib.train.loop import order_key
 from lib.train.loop import train
 from lib.train.metrics import MetricWriter
 from lib.train.metrics import Progress

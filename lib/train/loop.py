@@ -5,7 +5,9 @@
 writes the metrics rows, logs progress, saves a checkpoint when due, and honours SIGTERM.
 A rerun with the same workdir resumes from the newest intact checkpoint and ends bitwise
 where an uninterrupted run would: a step's key is `rng.stream(root, "step", step)`
-(lib.core.rng), never carried.
+(lib.core.rng), never carried. The root `rng.root_key(config.seed)` has three streams:
+"init" (the state), "step" (each step's key) and "order" (`order_key`: a key constant
+over the run, for batch functions that walk the data in epochs).
 
 Every experiment trains through it: supervised models through `fit` (a `Task` plus an
 optax optimizer), SADL's federated rounds (a round is a step), and vmapped sweeps
@@ -51,6 +53,18 @@ def full_batch(data, key, step):
   """`batch_fn` for full-batch training: the whole dataset every step."""
   del key, step
   return data
+
+
+def order_key(config) -> jax.Array:
+  """The run's epoch-order key, `rng.stream(rng.root_key(config.seed), "order")`.
+
+  Constant over the run (a step's key changes every step): a `batch_fn` that
+  walks the data in epochs, a permutation per epoch, derives each epoch's
+  order from it and the step (e.g. `lib.data.epoch_windows`), so a resumed
+  run sees the order an uninterrupted run sees. A sweep derives one per
+  member from it (its seed stream), as it does the step key.
+  """
+  return rng.stream(rng.root_key(config.seed), "order")
 
 
 def _place(data, sharding):

@@ -1,6 +1,7 @@
 """The training loop: determinism, resume, data parallelism, non-finite stops, bad workdirs."""
 
 import os
+import zlib
 
 import jax
 import jax.numpy as jnp
@@ -91,6 +92,28 @@ def test_same_seed_same_numbers(tmp_path):
   assert strip(h1) == strip(h2)
   _, h3 = _train(tmp_path, "c", seed=1)
   assert strip(h1) != strip(h3)
+
+
+def test_order_key_is_the_seeds_order_stream_apart_from_the_others():
+  # The derivation is pinned: the epoch orders of Quartet's and HNS's runs
+  # (and so their numbers) change if it does.
+  key = train_lib.order_key(_config(seed=3))
+  root = jax.random.key(3)
+  expected = jax.random.fold_in(root, zlib.crc32(b"order") & 0x7FFFFFFF)
+  data = jax.random.key_data
+  np.testing.assert_array_equal(data(key), data(expected))
+  others = [
+    jax.random.fold_in(root, zlib.crc32(b"init") & 0x7FFFFFFF),
+    *(
+      jax.random.fold_in(
+        jax.random.fold_in(root, s), zlib.crc32(b"step") & 0x7FFFFFFF
+      )
+      for s in range(4)
+    ),
+    train_lib.order_key(_config(seed=4)),
+  ]
+  for other in others:
+    assert not np.array_equal(data(key), data(other))
 
 
 def test_resume_matches_uninterrupted_bitwise(tmp_path):
