@@ -45,6 +45,11 @@ def get_config(arg=None):
   # only those: the baseline that tells what the named modules add.
   config.freeze_sets = dict(o=("o",), qkv=("q", "k", "v"), mlp=("mlp",), io=())
   config.freeze_also = ("embed", "head", "norm")
+  # Delta's bimodality coefficient drops this fraction of each tail of the
+  # relative changes first (ours: (W_B - W_A) / W_A is heavy-tailed where W_A
+  # is near 0, and the raw coefficient reads those extremes); 0.0: the raw
+  # coefficient of every value (reports up to 2026-12-05).
+  config.delta_trim = 0.01
   config.train = common.train_config(log_every=200)
   if arg.variant == "quick":
     # Seed s's key is fold_in(key, s) (init and batches), whatever the count.

@@ -84,6 +84,7 @@ def check_config(config) -> None:
       f"config.data.test_problems={config.data.test_problems}"
     )
   _checks.integer(config.batch_size, "config.batch_size", minimum=2)
+  _checks.number(config.delta_trim, "config.delta_trim", at_least=0, below=0.5)
   for phase in ("pretrain", "finetune"):
     c = config[phase]
     _checks.integer(c.steps, f"config.{phase}.steps")
@@ -131,11 +132,14 @@ class Tools:
     self.exact_match = seeds(partial(scoring.exact_match, apply), None, None)
 
   def evaluate(self, params, generate: bool = True) -> dict:
-    """Per seed: reasoning accuracy, grammar ppl; with `generate`, the grades
-    of greedy decoding on the first `config.data.generate_problems` problems."""
+    """Per seed: reasoning accuracy (level IV), the teacher-forced loss on the
+    reasoning traces (nats per answer token: graded where accuracy sits at
+    0), grammar ppl; with `generate`, the grades of greedy decoding on the
+    first `config.data.generate_problems` problems."""
     d, k = self.data, self.config.data.generate_problems
     out = {
       "reasoning_accuracy": np.asarray(self.exact_match(params, *d["test"])),
+      "reasoning_nll": np.log(np.asarray(self.perplexity(params, *d["test"]))),
       "grammar_ppl": np.asarray(self.perplexity(params, *d["val"])),
     }
     if generate:
@@ -248,19 +252,33 @@ def run(config, workdir) -> dict:
   }
   summary = {k: scoring.bands(v) for k, v in ev.items()}
   acc = {k: v["reasoning_accuracy"] for k, v in ev.items()}
-  others = np.max([acc[f"merge_{m}"] for m in SINGLE if m != "o"], 0)
+  nll = {k: v["reasoning_nll"] for k, v in ev.items()}
+  others = [f"merge_{m}" for m in SINGLE if m != "o"]
+  best_nll = np.min([nll[k] for k in others], 0)
   results = {
     "models": summary,
-    "delta": interp.delta_report(a, b, SINGLE, focus="o"),
+    "delta": interp.delta_report(
+      a, b, SINGLE, focus="o", trim=config.delta_trim
+    ),
     "destruction": destruction,
     "merge_o_minus_a": stats.band(acc["merge_o"] - acc["A"]),
-    "merge_o_minus_best_other": stats.band(acc["merge_o"] - others),
+    "merge_o_minus_best_other": stats.band(
+      acc["merge_o"] - np.max([acc[k] for k in others], 0)
+    ),
+    # Graded (teacher-forced loss on B's traces, nats per answer token): how
+    # far a model moved towards B's reasoning where level IV is at its floor.
+    "merge_o_nll_gain_over_a": stats.band(nll["A"] - nll["merge_o"]),
+    "merge_o_nll_gain_over_best_other": stats.band(best_nll - nll["merge_o"]),
     "b_minus_a": stats.band(acc["B"] - acc["A"]),
   }
   if "o" in frozen:
     if len(frozen) > 1:
-      best = np.max([acc[f"freeze_{k}"] for k in frozen if k != "o"], 0)
+      rest = [f"freeze_{k}" for k in frozen if k != "o"]
+      best = np.max([acc[k] for k in rest], 0)
       results["freeze_o_minus_best_other"] = stats.band(acc["freeze_o"] - best)
+      results["freeze_o_nll_gain_over_best_other"] = stats.band(
+        np.min([nll[k] for k in rest], 0) - nll["freeze_o"]
+      )
     gain = acc["B"] - acc["A"]
     results["freeze_o_recovered_fraction"] = stats.band(
       (acc["freeze_o"] - acc["A"]) / np.where(gain > 0, gain, np.nan)
@@ -316,27 +334,36 @@ def figures(workdir, config, results, a, b) -> None:
   pa, pb = (jax.tree.map(lambda x: np.asarray(x)[0], t) for t in (a, b))
   fig, axes = plt.subplots(1, len(SINGLE), figsize=(2.3 * len(SINGLE), 2.6))
   for ax, m in zip(axes, SINGLE):
-    r = interp.relative_changes(pa, pb, m)
-    ax.hist(np.clip(r, *np.percentile(r, [1, 99])), bins=60, color="C0")
-    bc = results["delta"]["bimodality"][m]["mean"]
+    r = interp.trim_tails(interp.relative_changes(pa, pb, m), config.delta_trim)
+    ax.hist(r, bins=60, color="C0")
+    bc = results["delta"]["bimodality"][m]["seeds"][0]
     ax.set(title=f"{m} (BC {bc:.2f})", xlabel="relative change", yticks=[])
+  fig.suptitle(
+    f"seed 0, {100 * config.delta_trim:g} % of each tail dropped", fontsize=9
+  )
   save(fig, "relative_change_hist.png")
 
-  fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+  fig, axes = plt.subplots(2, 2, figsize=(11, 6.4))
   merged = [f"merge_{m}" for m in SINGLE + tuple(MERGE_GROUPS)]
   frozen = [f"freeze_{k}" for k in config.freeze_sets]
-  for ax, keys, title in zip(axes, (merged, frozen), ("Merge", "Freeze")):
-    keys, at = ["A", "B"] + keys, range(len(keys) + 2)
-    band = [results["models"][k]["reasoning_accuracy"] for k in keys]
-    mean = np.array([v["mean"] for v in band])
-    err = [mean - [v["lo"] for v in band], [v["hi"] for v in band] - mean]
-    ax.bar(at, mean, yerr=np.nan_to_num(err), color="C2")
-    ax.set_xticks(at, [k.split("_", 1)[-1] for k in keys], rotation=45)
-    ax.set(ylabel="reasoning accuracy (level IV)", title=title)
-    ppl = [results["models"][k]["grammar_ppl"]["mean"] for k in keys]
-    twin = ax.twinx()
-    twin.plot(at, ppl, "ko", ms=4)
-    twin.set_ylabel("grammar perplexity (dots)")
+  panels = (
+    ("reasoning_accuracy", "reasoning accuracy (level IV)", "C2"),
+    ("reasoning_nll", "loss on B's traces (nats/token)", "C4"),
+  )
+  for row, (metric, label, color) in zip(axes, panels):
+    for ax, keys, title in zip(row, (merged, frozen), ("Merge", "Freeze")):
+      keys, at = ["A", "B"] + keys, range(len(keys) + 2)
+      band = [results["models"][k][metric] for k in keys]
+      mean = np.array([v["mean"] for v in band])
+      err = [mean - [v["lo"] for v in band], [v["hi"] for v in band] - mean]
+      ax.bar(at, mean, yerr=np.nan_to_num(err), color=color)
+      ax.set_xticks(at, [k.split("_", 1)[-1] for k in keys], rotation=45)
+      ax.set(ylabel=label, title=title)
+      if metric == "reasoning_accuracy":
+        ppl = [results["models"][k]["grammar_ppl"]["mean"] for k in keys]
+        twin = ax.twinx()
+        twin.plot(at, ppl, "ko", ms=4)
+        twin.set_ylabel("grammar perplexity (dots)")
   save(fig, "merge_freeze.png")
 
   d = results["destruction"]

@@ -35,3 +35,4 @@ from lib.interp.stethoscopes import module_of
 from lib.interp.stethoscopes import path_name
 from lib.interp.stethoscopes import relative_changes
 from lib.interp.stethoscopes import select
+from lib.interp.stethoscopes import trim_tails

@@ -92,6 +92,7 @@ def bands(scores: dict) -> dict:
     k: stats.band(scores[k])
     for k in (
       "reasoning_accuracy",
+      "reasoning_nll",
       "grammar_ppl",
       "answer_accuracy",
       "level_iv_generated",

@@ -244,6 +244,43 @@ def test_bimodality_coefficient_separates_one_mode_from_two():
   assert interp.bimodality_coefficient(two) > 0.8
 
 
+def test_trimmed_bimodality_reads_the_shape_not_a_few_extremes():
+  # Two modes (coefficient ~0.9) plus 0.5 % of far outliers, as relative
+  # changes get where W_A is near 0: the raw coefficient falls below a
+  # uniform's 5/9, the 1 %-trimmed one reads the two modes.
+  r = np.random.default_rng(2)
+  two = np.concatenate([r.normal(-3, 0.5, 10_000), r.normal(3, 0.5, 10_000)])
+  extremes = r.choice([-1.0, 1.0], 100) * r.uniform(1e3, 1e4, 100)
+  x = r.permutation(np.concatenate([two, extremes]))
+  assert interp.bimodality_coefficient(x) < 5 / 9
+  assert interp.bimodality_coefficient(x, trim=0.01) > 0.8
+  kept = interp.trim_tails(x, 0.01)
+  assert kept.size == pytest.approx(0.98 * x.size, abs=2)
+  assert np.abs(kept).max() < 10
+  np.testing.assert_array_equal(interp.trim_tails(x, 0.0), x)
+  with pytest.raises(errors.ConfigError, match=r"in \[0, 0.5\)"):
+    interp.trim_tails(x, 0.5)
+
+
+def test_delta_report_ranks_o_against_the_largest_and_second_largest():
+  # Every entry of a module scaled by (1 + c): its relative change is |c|.
+  scale = {"q": 0.3, "o": 0.2, "k": 0.05, "v": 0.04, "gate": 0.03}
+  scale.update(up=0.02, down=0.01)
+  r = np.random.default_rng(3)
+  a = {
+    "block_0": {
+      f"{m}_proj": {"kernel": r.normal(size=(2, 8, 8))} for m in scale
+    }
+  }
+  b = jax.tree_util.tree_map_with_path(
+    lambda p, x: x * (1 + scale[interp.module_of(interp.path_name(p))]), a
+  )
+  d = interp.delta_report(a, b, tuple(scale), focus="o")
+  np.testing.assert_allclose(d["o_minus_max_other_relative"]["seeds"], -0.1)
+  np.testing.assert_allclose(d["o_minus_second_other_relative"]["seeds"], 0.15)
+  assert d["o_rank_relative"] == [2, 2]
+
+
 def test_select_works_on_foreign_names_and_groups():
   tree = {
     "layers_0": {"self_attn": {"query": 1.0, "out": 2.0}, "mlp": {"w1": 3.0}},
