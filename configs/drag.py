@@ -29,6 +29,12 @@ def get_config(arg=None):
   config.lr = 1e-3
   config.weighter_lr = 1e-3
   config.taus = (0.5, 1.0, 2.0)  # DRAG temperatures
+  # How an imagined goal image becomes the position the controller walks to
+  # (ours; the paper's agent is a learned goal-conditioned policy): the
+  # centre of its brightest pixel. "soft_argmax" is the reports' reading up
+  # to 2026-12-05, which drags faint decoded goals to the image centre, a
+  # wall cell (lib.rl.drag.decode_position).
+  config.goal_decoding = "argmax"
   # At least the quick run's seeds (was 5). Seed s's key is fold_in(key, s),
   # whatever the count.
   config.seeds = 12

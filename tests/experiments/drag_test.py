@@ -35,7 +35,7 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
 
 def test_claim_keys_exist_for_the_quick_taus():
   config = config_lib.get_config("quick")
-  keys = {f"{m}_minus_best_baseline_coverage" for m in ex.methods(config)[2:]}
+  keys = {f"{m}_vs_baselines_coverage" for m in ex.methods(config)[2:]}
   for c in claims.CLAIMS:
     assert c.metric.rsplit(".", 1)[0] in keys
 
@@ -47,6 +47,7 @@ def test_claim_keys_exist_for_the_quick_taus():
     ("start", (0.45, 0.1), "inside a wall"),
     ("horizon", 0, "config.horizon"),
     ("weighter_lr", float("nan"), "config.weighter_lr"),  # ran to the end
+    ("goal_decoding", "softmax", "config.goal_decoding"),
   ],
 )
 def test_config_errors(key, value, match):

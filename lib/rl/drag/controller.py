@@ -23,15 +23,15 @@ from lib.rl.drag.vae import skewfit_weights
 METHODS = ("rig", "skewfit", "drag")
 
 
-def imagine_goals(vae: VAE, params, key, n: int):
+def imagine_goals(vae: VAE, params, key, n: int, decoding: str = "argmax"):
   """Positions [n, 2] of n goals imagined from the prior.
 
   z ~ N(0, I), decoded to an image (sigmoid of the logits), read back as the
-  image's soft-argmax position.
+  position it shows (`decode_position` with mode `decoding`).
   """
   z = jax.random.normal(key, (n, vae.latent))
   img = jax.nn.sigmoid(vae.apply(params, z, method=VAE.decode))
-  return decode_position(img)
+  return decode_position(img, mode=decoding)
 
 
 def reach(start, goal, steps: int, step_size: float = 0.06, maze=U_MAZE):
@@ -69,6 +69,7 @@ def online_iteration(
   vae_steps: int,
   batch_size: int,
   beta: float,
+  goal_decoding: str = "argmax",
 ):
   """One iteration of the online loop for one seed; returns (state, loss).
 
@@ -76,7 +77,8 @@ def online_iteration(
   "buffer" [cap, 2] with the first "count" rows filled, and "walkers" [E, 2].
 
   1. Every walker draws a goal from the VAE prior (z ~ N(0, I), decoded,
-     soft-argmax position) and walks `horizon` steps towards it (`reach`);
+     read back as a position by `goal_decoding`, `decode_position`) and
+     walks `horizon` steps towards it (`reach`);
      its states join the buffer and it stays where it ended.
   2. `vae_steps` steps of the beta-VAE on batches drawn uniformly from the
      buffer, the per-sample loss l(s) weighted by the method: uniform
@@ -111,7 +113,7 @@ def online_iteration(
     )
   k_goal, k_train = jax.random.split(key)
   # Goals from the prior, reached greedily; states join the buffer.
-  goals = imagine_goals(vae, state["vae"], k_goal, walkers)
+  goals = imagine_goals(vae, state["vae"], k_goal, walkers, goal_decoding)
   paths = jax.vmap(lambda p, g: reach(p, g, horizon))(
     state["walkers"], goals
   )  # [E, H, 2]

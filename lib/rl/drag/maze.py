@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lib.core import errors
+
 # A U-shaped maze on an 8 x 8 cell grid: a wall from the top down the middle,
 # open at the bottom; start in the top-left, the far side is the top-right.
 U_MAZE = np.array(
@@ -50,12 +52,28 @@ def render(pos, pixels: int = 16, width: float = 1.0 / 16):
   return img.reshape(pos.shape[:-1] + (pixels * pixels,))
 
 
-def decode_position(img, pixels: int = 16):
-  """Soft-argmax position [.., 2] (x, y) of an image [.., pixels^2]."""
+GOAL_DECODINGS = ("argmax", "soft_argmax")
+
+
+def decode_position(img, pixels: int = 16, mode: str = "argmax"):
+  """The position [.., 2] (x, y) an image [.., pixels^2] shows.
+
+  "argmax": the centre of its brightest pixel, whatever the image's
+  intensity. "soft_argmax": the mean pixel centre under softmax(20 img), the
+  reports' reading up to 2026-12-05: exact for a full-intensity blob, but a
+  faint or blurred decoded image (peak 0.25) lets the 255 background pixels
+  outweigh the blob, and the position drifts to the image centre (0.5, 0.5),
+  a wall cell of the U-maze, pulling imagined goals towards it (most for
+  the blurriest decoder).
+  """
+  errors.check_one_of(mode, GOAL_DECODINGS, "goal decoding")
+  c = (jnp.arange(pixels) + 0.5) / pixels
+  if mode == "argmax":
+    i = jnp.argmax(img, axis=-1)
+    return jnp.stack([c[i % pixels], c[i // pixels]], -1)
   p = jax.nn.softmax(20.0 * img, axis=-1).reshape(
     img.shape[:-1] + (pixels, pixels)
   )
-  c = (jnp.arange(pixels) + 0.5) / pixels
   x = jnp.sum(p.sum(-2) * c, -1)
   y = jnp.sum(p.sum(-1) * c, -1)
   return jnp.stack([x, y], -1)

@@ -74,6 +74,24 @@ def test_maze_walls_render_and_reach():
   np.testing.assert_allclose(float(ent), np.log(2), rtol=1e-6)
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.4, 0.25, 0.1])
+def test_a_faint_decoded_goal_is_read_where_its_blob_is(scale):
+  # A decoded goal image is often faint: the blob's position must not depend
+  # on its intensity. Its brightest pixel's centre is within half a pixel
+  # (1/32) of the blob; the earlier soft-argmax drifted towards the image
+  # centre (0.5, 0.5), a wall cell, as the blob faded.
+  pos = jnp.array([0.1, 0.1])
+  img = scale * drag.render(pos)
+  got = drag.decode_position(img)
+  np.testing.assert_allclose(got, pos, atol=1 / 32)
+  assert bool(drag.is_free(got))
+  soft = np.asarray(drag.decode_position(img, mode="soft_argmax"))
+  if scale <= 0.25:
+    assert np.all(soft > 0.25)  # the old reading, pulled off the blob
+  with pytest.raises(errors.ConfigError, match="goal decoding"):
+    drag.decode_position(img, mode="softmax")
+
+
 def test_bad_input_one_line_errors():
   with pytest.raises(errors.ConfigError, match="tau"):
     drag.dro_weights(jnp.ones(3), 0.0)
