@@ -190,6 +190,14 @@ def evaluator(config, grid):
   }
 
 
+def finetune_gain(curves) -> np.ndarray:
+  """Per seed: the mean success of the last eighth of the fine-tuning epochs
+  minus that of the first eighth (at least one epoch each); curves [S, E]."""
+  curves = np.asarray(curves)
+  k = max(1, curves.shape[-1] // 8)
+  return curves[..., -k:].mean(-1) - curves[..., :k].mean(-1)
+
+
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
@@ -227,6 +235,9 @@ def run(config, workdir) -> dict:
       )
     }
     results["sources"][name]["finetune_success_auc"] = stats.band(auc)
+    results["sources"][name]["finetune_gain"] = stats.band(
+      finetune_gain(curves[name])
+    )
     results["sources"][name]["finetune_curve"] = (
       curves[name].mean(axis=0).tolist()
     )
@@ -248,6 +259,11 @@ def run(config, workdir) -> dict:
     results["mixture_minus_best_other_zero_shot"] = stats.band(
       zs["mixture"] - np.max([zs[s] for s in others], axis=0)
     )
+  # Whether fine-tuning learns at all: where no source's success moves, the
+  # area under the curve is the zero-shot success under another name.
+  results["finetune_largest_gain"] = float(
+    max(results["sources"][s]["finetune_gain"]["mean"] for s in sources)
+  )
   results["finite"] = bool(
     all(np.all(np.isfinite(lg)) for lg in logits.values())
     and diverged == diverged_ft == 0
