@@ -18,10 +18,10 @@ tried (x `seeds`) in one vmapped sweep per quadratic d and one for the MLP
 (every method in each); the lr is chosen by final train loss. A round is a training step: `<part>.train.num_steps` is the
 number of rounds, and `<part>.train.seed` seeds the rounds (sketches R_t,
 mini-batches); `seed` fixes the data split, client targets and initial
-parameters. Quick costs 116 CPU-s with 3 MLP seeds and 259 CPU-s with the
-22 it runs (user + sys, alone on a busy 2-core machine; 16 compiled
-programs either way): the MLP's ~7.5 CPU-s per seed, the rest the quadratic
-and the compiles.
+parameters. Quick costs 259 CPU-s with the 22 MLP seeds it runs (user + sys,
+alone on a busy 2-core machine; 16 compiled programs; 116 CPU-s with 3
+seeds), and 361 CPU-s (3:58 of wall time) since `sadl_one_sketch` joined
+both comparisons (2026-12-05).
 """
 
 import ml_collections
@@ -48,7 +48,17 @@ def get_config(arg=None):
     exponent=1.5,
     target_spread=0.5,
     sketch_size=256,
-    methods=("sadl", "sadl_eps1e-8", "sketched_sgd", "fetchsgd", "adam"),
+    # sadl: Alg. 2's two half-sketches; sadl_one_sketch: one sketch of b
+    # rows into a plain Adam server (the experiments' "Adam as the server
+    # optimizer", read so; lib.optim.sadl.optimizer.sadl split_sketch).
+    methods=(
+      "sadl",
+      "sadl_eps1e-8",
+      "sadl_one_sketch",
+      "sketched_sgd",
+      "fetchsgd",
+      "adam",
+    ),
     # Server lrs, x3 apart, the same count for every method; each grid is
     # centred on the method's best lr of an earlier x3 grid (starting from
     # spec B.5's lrs) until the best was inside, the same rule for all.
@@ -78,7 +88,7 @@ def get_config(arg=None):
     client_lr=0.1,
     batch_size=32,
     compressions=(10, 50, 200),  # d / b
-    methods=("sadl", "sketched_sgd", "fetchsgd", "adam"),
+    methods=("sadl", "sadl_one_sketch", "sketched_sgd", "fetchsgd", "adam"),
     lrs=dict(  # as above, centred on the best at 10x
       sadl=(3e-2, 1e-1, 3e-1),
       sketched_sgd=(1.0, 3.0, 10.0),
@@ -126,7 +136,7 @@ def get_config(arg=None):
       hidden=16,
       local_steps=2,
       compressions=(10,),
-      methods=("sadl", "sketched_sgd", "fetchsgd", "adam"),
+      methods=("sadl", "sadl_one_sketch", "sketched_sgd", "fetchsgd", "adam"),
       seeds=2,
     )
     config.mlp.train.update(

@@ -113,6 +113,12 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
         "smoke's quadratic runs SADL and Adam only"
       ),
       "sadl_mlp_beats_best_baseline_50x": "smoke's MLP runs 10x only",
+      "sadl_one_sketch_quadratic_beats_best_baseline": (
+        "smoke's quadratic runs SADL and Adam only"
+      ),
+      "sadl_one_sketch_mlp_beats_best_baseline_50x": (
+        "smoke's MLP runs 10x only"
+      ),
     },
   )
 

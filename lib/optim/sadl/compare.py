@@ -27,6 +27,7 @@ References:
   Rothchild et al. "FetchSGD", ICML 2020 (the FetchSGD baseline).
 """
 
+import itertools
 import math
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -45,14 +46,24 @@ from lib.optim.sadl import method as method_lib
 from lib.optim.sadl import optimizer
 from lib.optim.sadl import rounds
 
-METHODS = ("sadl", "sadl_eps1e-8", "sketched_sgd", "fetchsgd", "adam")
+METHODS = (
+  "sadl",
+  "sadl_eps1e-8",
+  "sadl_one_sketch",
+  "sketched_sgd",
+  "fetchsgd",
+  "adam",
+)
+# SADL's readings, each compared with the baselines: Alg. 2's two
+# half-sketches, and one full-b sketch into a plain Adam server.
+SADL_VARIANTS = ("sadl", "sadl_one_sketch")
 # What SADL is claimed to beat at the same bytes, and the uncompressed bound.
 COMPRESSED_BASELINES = ("sketched_sgd", "fetchsgd")
 UNCOMPRESSED = "adam"
 
 
 def lr_key(name: str) -> str:
-  """The lr grid a method uses: SADL's eps ablation shares SADL's."""
+  """The lr grid a method uses: SADL's variants share SADL's."""
   return "sadl" if name.startswith("sadl") else name
 
 
@@ -78,14 +89,15 @@ def make_method(
   Raises:
     ConfigError: an unknown name, or a sketch size the method refuses.
   """
-  if name in ("sadl", "sadl_eps1e-8"):  # spec B.5: tiny eps degrades with d
+  if name.startswith("sadl"):  # spec B.5: tiny eps degrades with d
     method = optimizer.sadl(
       dim=dim,
       sketch_size=sketch_size,
       learning_rate=learning_rate,
       b1=hparams["b1"],
       b2=hparams["b2"],
-      eps=hparams["eps"] if name == "sadl" else 1e-8,
+      eps=1e-8 if name == "sadl_eps1e-8" else hparams["eps"],
+      split_sketch=name != "sadl_one_sketch",
     )
     return method._replace(name=name)
   if name == "sketched_sgd":
@@ -470,7 +482,8 @@ def summarize_quadratic(quad: dict, dims) -> dict:
     sadl_ratio_max, sadl_compression_min, dim_growth (per method, L_T/L_0 at
     the largest d over the smallest), sadl_dim_growth, sadl_gap_to_adam_max,
     adam_diverged and vs_best_baseline (SADL minus the best compressed
-    baseline at each d, worst over d, with the baselines' finite fraction).
+    baseline at each d, worst over d, with the baselines' finite fraction);
+    one_sketch_vs_best_baseline the same for `sadl_one_sketch` where it ran.
   """
   first, last = f"d{dims[0]}", f"d{dims[-1]}"
   keys = [f"d{d}" for d in dims]
@@ -505,23 +518,32 @@ def summarize_quadratic(quad: dict, dims) -> dict:
     for k in keys
   }
   if all(best.values()):
-    gaps = {
-      k: quad[k]["sadl"]["loss_ratio"] - quad[k][best[k]]["loss_ratio"]
-      for k in keys
-    }
-    worst = max(gaps, key=gaps.get)
-    ran = [n for n in COMPRESSED_BASELINES if n in quad[first]]
-    finite = [not quad[k][n]["diverged"] for k in keys for n in ran]
-    summary["vs_best_baseline"] = {
-      "point": gaps[worst],
-      "at": worst,
-      "comparator": best[worst],
-      "best_baseline": best,
-      "sadl_minus_best": gaps,
-      "baselines": ran,
-      "comparator_finite_fraction": float(np.mean(finite)),
-    }
+    for ours in SADL_VARIANTS:
+      if not all(ours in quad[k] for k in keys):
+        continue
+      gaps = {
+        k: quad[k][ours]["loss_ratio"] - quad[k][best[k]]["loss_ratio"]
+        for k in keys
+      }
+      worst = max(gaps, key=gaps.get)
+      ran = [n for n in COMPRESSED_BASELINES if n in quad[first]]
+      finite = [not quad[k][n]["diverged"] for k in keys for n in ran]
+      summary[_variant_prefix(ours) + "vs_best_baseline"] = {
+        "point": gaps[worst],
+        "at": worst,
+        "comparator": best[worst],
+        "best_baseline": best,
+        "sadl_minus_best": gaps,
+        "baselines": ran,
+        "comparator_finite_fraction": float(np.mean(finite)),
+      }
   return summary
+
+
+def _variant_prefix(ours: str) -> str:
+  """The summary keys' prefix of a SADL variant: "" for Alg. 2's SADL,
+  "one_sketch_" for `sadl_one_sketch`."""
+  return ours[len("sadl_") :] + "_" if ours != "sadl" else ""
 
 
 def summarize_mlp(rows: dict, compressions) -> dict:
@@ -536,11 +558,12 @@ def summarize_mlp(rows: dict, compressions) -> dict:
     "vs_adam_<r>x": Adam minus SADL (`paired`), and "vs_best_baseline_<r>x":
     SADL minus each compressed baseline combined by `stats.against_every`
     (the point and hi of the strongest baseline, the lowest lo of all, and
-    the baselines' finite fraction), named by "comparator".
+    the baselines' finite fraction), named by "comparator"; the same with
+    the prefix "one_sketch_" for `sadl_one_sketch` where it ran.
   """
   summary = {}
-  for r in compressions:
-    ours = f"sadl_{r}x"
+  for variant, r in itertools.product(SADL_VARIANTS, compressions):
+    ours, prefix = f"{variant}_{r}x", _variant_prefix(variant)
     if ours not in rows:
       continue
     acc = rows[ours]["per_seed"]["test_acc"]
@@ -552,7 +575,7 @@ def summarize_mlp(rows: dict, compressions) -> dict:
       gap["comparator_finite_fraction"] = float(
         0.0 if adam["diverged"] else np.mean(np.isfinite(adam_acc))
       )
-      summary[f"vs_adam_{r}x"] = gap
+      summary[f"{prefix}vs_adam_{r}x"] = gap
     tags = [f"{n}_{r}x" for n in COMPRESSED_BASELINES if f"{n}_{r}x" in rows]
     if not tags:
       continue
@@ -571,5 +594,5 @@ def summarize_mlp(rows: dict, compressions) -> dict:
       baselines_test_acc={t: rows[t]["test_acc"] for t in tags},
       baselines_train_loss={t: rows[t]["train_loss"] for t in tags},
     )
-    summary[f"vs_best_baseline_{r}x"] = vs
+    summary[f"{prefix}vs_best_baseline_{r}x"] = vs
   return summary

@@ -148,6 +148,7 @@ def sadl(
   eps: float = 1e-3,
   amsgrad: bool = False,
   weight_decay: float = 0.0,
+  split_sketch: bool = True,
 ) -> method_lib.Method:
   """SADL: sketch the delta in two halves; sketched Adam/AMSGrad server.
 
@@ -157,6 +158,13 @@ def sadl(
   step 3). The server de-sketches the averaged halves and feeds the first to
   m_t and the square of the second to v_t (Alg. 2, ADA_OPT), then
   x_{t+1} = x_t - kappa * (m_hat / (sqrt(v_hat) + eps) + weight_decay * x_t).
+
+  `split_sketch=False` sends one sketch of all b rows and feeds its
+  de-sketched average to both moments: plain Adam on the de-sketched delta,
+  the reading of the experiments' "Adam as the server optimizer" (a
+  repository thought to be the first author's, not confirmed as the
+  official release, sketches once). The numerator gets all b rows, and the
+  same noise enters the numerator and the preconditioner.
 
   Args:
     dim: number of model parameters d.
@@ -170,6 +178,8 @@ def sadl(
     eps: denominator epsilon.
     amsgrad: AMSGrad (the analysis) instead of Adam (the experiments).
     weight_decay: decoupled weight decay.
+    split_sketch: two independent half-sketches (Alg. 2), or one sketch of
+      b rows for both moments.
 
   Returns:
     A `Method`.
@@ -226,6 +236,26 @@ def sadl(
     raise errors.ConfigError(
       f"sketch_size={sketch_size} must be smaller than the model dimension "
       f"d={dim}; use sketch_kind='identity' for no compression"
+    )
+  if not split_sketch:
+
+    def encode_one(delta, key):
+      sk, _ = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
+      return sk(delta)
+
+    def apply_one(msg, state, params, key):
+      _, desk = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
+      updates, state = tx.update(desk(msg), state, params)
+      return params + updates, state
+
+    return method_lib.Method(
+      name=f"sadl_{name}_one_sketch",
+      dim=dim,
+      init=tx.init,
+      encode=encode_one,
+      apply=apply_one,
+      bytes_up=sketch_size * value_bytes,
+      bytes_down=sketch_size * value_bytes,
     )
   if sketch_size < 2:
     raise errors.ConfigError(

@@ -24,6 +24,7 @@ from jax.flatten_util import ravel_pytree
 from lib.core.errors import ConfigError
 from lib.core.errors import ShapeError
 from lib.optim import sadl
+from lib.optim import sketch as sketch_lib
 
 REPO_ROOT = os.path.dirname(
   os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -194,6 +195,34 @@ def test_first_moment_reads_first_half_second_moment_second_half():
   np.testing.assert_array_equal(mu, mu2)
   np.testing.assert_array_equal(nu, nu1)
   assert not np.allclose(nu, nu2) and not np.allclose(mu, mu1)
+
+
+def test_one_sketch_sadl_is_plain_adam_on_the_desketched_delta():
+  # split_sketch=False: one sketch R of all b rows; the server's Adam reads
+  # R^T R delta for both moments (optax.adam, bias-corrected, eps outside).
+  d, b, lr = 200, 32, 0.1
+  method = sadl.sadl(dim=d, sketch_size=b, learning_rate=lr, split_sketch=False)
+  assert (method.bytes_up, method.bytes_down, method.compression) == (
+    4 * b,
+    4 * b,
+    d / b,
+  )
+  rng = np.random.default_rng(1)
+  params = jnp.asarray(rng.normal(size=d), jnp.float32)
+  tx = optax.adam(lr, eps=1e-3)
+  state, opt_state, x = method.init(params), tx.init(params), params
+  for t in range(3):  # a fresh sketch each round, the moments carried
+    key = jax.random.key(t)
+    delta = jnp.asarray(rng.normal(size=d), jnp.float32)
+    sk, desk = sketch_lib.make_sketch(key, d, b)
+    msg = method.encode(delta, key)
+    np.testing.assert_allclose(msg, sk(delta), rtol=1e-6)
+    params, state = method.apply(msg, state, params, key)
+    updates, opt_state = tx.update(desk(sk(delta)), opt_state)
+    x = optax.apply_updates(x, updates)
+    np.testing.assert_allclose(params, x, rtol=1e-5, atol=1e-6)
+  split = sadl.sadl(dim=d, sketch_size=b, learning_rate=lr)
+  assert not np.allclose(split.encode(delta, key), msg)
 
 
 # ---------------------------------------------------------------------------
