@@ -246,19 +246,17 @@ def run(config, workdir) -> dict:
       ev["mixture"]["coverage"] - ev["disjoint"]["coverage"]
     )
   if "mixture" in config.objectives:
+    # Mixture against each other source, paired by seed.
     others = [s for s in sources if s != "mixture"]
-    cov = {s: ev[s]["coverage"] for s in sources}
-    results["mixture_minus_best_other_coverage"] = stats.band(
-      cov["mixture"] - np.max([cov[s] for s in others], axis=0)
-    )
     auc = {s: curves[s].mean(axis=1) for s in sources}
-    results["mixture_minus_best_other_finetune"] = stats.band(
-      auc["mixture"] - np.max([auc[s] for s in others], axis=0)
-    )
-    zs = {s: ev[s]["zero_shot_success"] for s in sources}
-    results["mixture_minus_best_other_zero_shot"] = stats.band(
-      zs["mixture"] - np.max([zs[s] for s in others], axis=0)
-    )
+    for key, score in (
+      ("coverage", {s: ev[s]["coverage"] for s in sources}),
+      ("finetune", auc),
+      ("zero_shot", {s: ev[s]["zero_shot_success"] for s in sources}),
+    ):
+      results[f"mixture_vs_others_{key}"] = stats.against_each(
+        score["mixture"], {s: score[s] for s in others}
+      )
   # Whether fine-tuning learns at all: where no source's success moves, the
   # area under the curve is the zero-shot success under another name.
   results["finetune_largest_gain"] = float(

@@ -145,6 +145,30 @@ def against_every(per: dict) -> dict:
   return out
 
 
+def against_each(
+  ours, baselines: dict, level: float = 0.95, sign: float = 1.0
+) -> dict:
+  """`ours` against every baseline, each paired per unit (`paired_difference`,
+  sign -1 for "lower is better"), combined by `against_every`.
+
+  The claim "ours beats the baselines" holds where every paired interval
+  clears the check. A per-unit max over the baselines instead would favour
+  them: E[ours - max(b1, b2)] < 0 even when all three are alike.
+
+  Args:
+    ours: [n] per-unit values of our method.
+    baselines: name -> [n] values, paired with `ours` unit by unit.
+    level: the intervals' confidence level.
+    sign: -1 where lower values are better.
+  """
+  return against_every(
+    {
+      name: paired_difference(ours, theirs, level, sign)
+      for name, theirs in baselines.items()
+    }
+  )
+
+
 def ratio_interval(slow_times, fast_times, level: float = 0.95):
   """slow / fast, paired per round: geometric mean and its t interval.
 
