@@ -20,6 +20,9 @@ Two parts:
   (ii) an MLP on the bundled digits with 8 clients (IID or label-sharded):
       final loss / test accuracy against bytes sent per client, SADL against
       every compressed baseline at each compression, paired by seed.
+SADL runs twice in both: as Alg. 2 ("sadl": two half-sketches, one per Adam
+moment) and with one sketch of all b rows into a plain Adam server
+("sadl_one_sketch"), the paper not saying how its experiments split b.
 The paper's ResNet/ViT/BERT results need GPUs and days; they are out of CPU
 reach and not claimed here.
 

@@ -1,7 +1,8 @@
 """Claims of "Sketched Adaptive Distributed Deep Learning" (SADL, NeurIPS 2025).
 
-Every method of the run (SADL, sketched SGD, FetchSGD, uncompressed Adam)
-gets the same learning-rate budget (3 server lrs each, chosen by final train
+Every method of the run (SADL as Alg. 2 with two half-sketches, SADL with
+one sketch into a plain Adam server, sketched SGD, FetchSGD, uncompressed
+Adam) gets the same learning-rate budget (3 server lrs each, chosen by final train
 loss; experiments/sadl.py), and every comparison is against the best
 compressed baseline of the run, named in results.json (`*.comparator`), with
 the baselines' divergence counted (`comparator_finite_fraction`).
