@@ -118,6 +118,7 @@ def refine_series(
   greedy_steps: int,
   ig_steps: int = 64,
   deletion_points: int = 11,
+  budget_rule: str = "signed",
 ) -> dict:
   """MIX's cross-view refinement of one series (rules [inferred], above).
 
@@ -131,12 +132,19 @@ def refine_series(
     levels: the views, in the order their candidates are concatenated.
     budget: k, the time points the keystone and every deletion may cover.
     candidates: the top coefficients per view offered to the greedy search.
+    budget_rule: "signed" ranks time points by signed attribution (the
+      deletion AUC's order: deleting evidence against the class raises its
+      probability) and scores a greedy search by its lowest f over the
+      rounds (its best union within the budget); "abs" (reports up to
+      2026-12-05) ranks by |attribution| and takes the last round's f.
 
   Returns:
     "deletion/kigv{r}": deletion AUC of KIGV in every other view r, its
       keystone the time support of V_q's top-k coefficients;
     "budget/greedy", "greedy_rounds": f after `greedy_deletion` over the top
       coefficients of every view, and the rounds that added a support;
+    "budget/greedy_time": the same search over as many candidates, all
+      from the time view (what searching across the views adds);
     "budget/best_view", "budget/time_ig", "budget/random": f after deleting
       the k top time points of V_q, of time-domain |IG| and of the random
       ranking; "budget/none": f(x).
@@ -151,15 +159,32 @@ def refine_series(
     out[f"deletion/kigv{lv}"] = metrics.deletion_auc(
       f, x, baseline, a, lv, deletion_points
     )
-  cands = jnp.concatenate(
-    [coefficient_supports(view_scores[lv], lv, candidates) for lv in levels]
+  errors.check_one_of(budget_rule, ("signed", "abs"), "budget_rule")
+  signed = budget_rule == "signed"
+
+  def greedy(cands):
+    order, probs, _ = greedy_deletion(
+      f, x, baseline, cands, budget, greedy_steps
+    )
+    return (jnp.min(probs) if signed else probs[-1]), jnp.sum(order >= 0)
+
+  supports = {
+    lv: coefficient_supports(view_scores[lv], lv, candidates) for lv in levels
+  }
+  cands = jnp.concatenate([supports[lv] for lv in levels])
+  out["budget/greedy"], out["greedy_rounds"] = greedy(cands)
+  # As many candidates as the cross-view search gets, all from the time view.
+  n_time = min(candidates * len(levels), x.shape[-1])
+  out["budget/greedy_time"], _ = greedy(
+    coefficient_supports(view_scores[0], 0, n_time)
   )
-  order, probs, _ = greedy_deletion(f, x, baseline, cands, budget, greedy_steps)
-  out["budget/greedy"] = probs[-1]
-  out["greedy_rounds"] = jnp.sum(order >= 0)
   drop = lambda sc: f(delete_time(x, baseline, top_time_points(sc, budget)))
-  out["budget/best_view"] = drop(views.to_time(best_scores, best_level))
-  out["budget/time_ig"] = drop(jnp.abs(view_scores[0]))
+  out["budget/best_view"] = drop(
+    views.to_time(best_scores, best_level, signed=signed)
+  )
+  out["budget/time_ig"] = drop(
+    view_scores[0] if signed else jnp.abs(view_scores[0])
+  )
   out["budget/random"] = drop(random_scores)
   out["budget/none"] = f(x)
   return out

@@ -163,8 +163,14 @@ def kigv(f, x, baseline, level: int, keystone, steps: int = 64):
   )
 
 
-def to_time(attributions, level: int):
-  """Coefficient attributions -> time scores |H|^T |a| (ours, for ranking)."""
+def to_time(attributions, level: int, signed: bool = False):
+  """Coefficient attributions -> time scores |H|^T |a| (ours, for ranking).
+
+  `signed`: |H|^T a, each coefficient's attribution with its sign spread
+  over its support: the ranking for deletion, where removing evidence
+  against the class raises its probability (deletion AUC ranks signed).
+  """
   attributions = _floating(attributions)
   h = jnp.abs(jnp.asarray(haar_matrix(attributions.shape[-1], level)))
-  return jnp.abs(attributions) @ h.astype(attributions.dtype)
+  a = attributions if signed else jnp.abs(attributions)
+  return a @ h.astype(attributions.dtype)

@@ -17,6 +17,13 @@ def test_smoke_results_and_figure(tmp_path, fast_compile):
   for metric in ("deletion", "insertion", "robustness", "localisation"):
     assert 0.0 <= s[metric]["mix"]["mean"] <= 1.0
   assert os.path.exists(tmp_path / "metrics.png")
+  # Localisation is scored on the scored half's class-1 series alone: the
+  # burst is planted in those.
+  config = config_lib.get_config("quick,smoke")
+  _, (xs, ys), _, _ = ex.load(config, "synthetic")
+  scored = ys[: config.num_explain][config.num_explain // 2 :]
+  assert s["localisation"]["series"] == int((scored == 1).sum()) > 0
+  assert s["deletion"]["series"] == scored.size
   ucr_only = "smoke runs the synthetic dataset only"
   helpers.check_claim_keys(
     "mix",
@@ -27,6 +34,7 @@ def test_smoke_results_and_figure(tmp_path, fast_compile):
         "deletion_beats_time_ig",
         "kigv_refines_other_views",
         "greedy_beats_best_view",
+        "cross_view_greedy_beats_time_greedy",
       )
       for name in ("gunpoint", "italy_power")
     },
@@ -55,6 +63,7 @@ def test_bundled_ucr_files_load_when_sktime_is_installed():
     ("synthetic.length", 12, r"config.synthetic.start \+ width = 16"),
     ("synthetic.length", 33, "config.synthetic.length=33 must be a multiple"),
     ("synthetic.noise", float("nan"), "config.synthetic.noise=nan"),
+    ("budget_rule", "max", "config.budget_rule"),
   ],
 )
 def test_config_errors_name_the_key(tmp_path, key, value, match):

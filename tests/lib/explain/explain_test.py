@@ -193,10 +193,13 @@ def test_greedy_deletion_on_a_linear_model_matches_brute_force():
     explain.greedy_deletion(f, x, jnp.zeros(n), cands[:, :5], 3, 2)
 
 
-def test_refine_series_on_a_linear_model_is_closed_form():
+@pytest.mark.parametrize("rule", ["signed", "abs"])
+def test_refine_series_on_a_linear_model_is_closed_form(rule):
   # f(s) = w . s at x = 1 against a zero baseline: deleting point i lowers f
   # by w_i, time IG is w, and every level-1 support is a pair holding a -9,
   # so greedy takes the singletons 0, 3, 4 (the optimum) and then stops.
+  # The signed rankings delete the same 3 points (the k largest w_i); the
+  # earlier |w| rankings delete three -9s, which raises f.
   w = np.asarray([5.0, -9, -9, 4, 3, -9, -9, -9], np.float32)
   n, k = w.size, 3
   f = lambda s: jnp.dot(jnp.asarray(w), s)
@@ -207,13 +210,15 @@ def test_refine_series_on_a_linear_model_is_closed_form():
   out = explain.refine_series(
     f, x, base, igv[0], 0, igv, jnp.asarray(rnd), levels=(0, 1), budget=k,
     candidates=n, greedy_steps=5, ig_steps=8, deletion_points=5,
+    budget_rule=rule,
   )  # fmt: skip
-  top_abs = np.argsort(-np.abs(w))[:k]
+  top = np.argsort(-(w if rule == "signed" else np.abs(w)))[:k]
   want = {
     "budget/none": w.sum(),
     "budget/greedy": w.sum() - 12.0,
-    "budget/time_ig": w.sum() - w[top_abs].sum(),
-    "budget/best_view": w.sum() - w[top_abs].sum(),
+    "budget/greedy_time": w.sum() - 12.0,
+    "budget/time_ig": w.sum() - w[top].sum(),
+    "budget/best_view": w.sum() - w[top].sum(),
     "budget/random": w.sum() - w[np.argsort(-rnd)[:k]].sum(),
     "greedy_rounds": 3,
   }
@@ -221,6 +226,45 @@ def test_refine_series_on_a_linear_model_is_closed_form():
     np.testing.assert_allclose(float(out[key]), value, rtol=1e-5, err_msg=key)
   assert set(out) == set(want) | {"deletion/kigv1"}
   assert np.isfinite(float(out["deletion/kigv1"]))
+
+
+def test_refine_series_scores_greedy_by_its_best_round():
+  # One point lowers f by 5, every other raises it by 1: greedy deletes the
+  # first, then must add two that raise f (budget 3, single-point
+  # candidates). Its best union is the first round's, f = sum(w) - 5; the
+  # last round's is sum(w) - 3 (the "abs" rule's reading).
+  w = np.asarray([5.0, -1, -1, -1], np.float32)
+  f = lambda s: jnp.dot(jnp.asarray(w), s)
+  x, base, n = jnp.ones(4), jnp.zeros(4), 4
+  igv = {0: jnp.asarray(w)}
+  got = {
+    rule: float(
+      explain.refine_series(
+        f,
+        x,
+        base,
+        igv[0],
+        0,
+        igv,
+        jnp.zeros(n),
+        levels=(0,),
+        budget=3,
+        candidates=n,
+        greedy_steps=3,
+        ig_steps=4,
+        deletion_points=3,
+        budget_rule=rule,
+      )["budget/greedy"]  # fmt: skip
+    )
+    for rule in ("signed", "abs")
+  }
+  np.testing.assert_allclose(got["signed"], w.sum() - 5, rtol=1e-6)
+  np.testing.assert_allclose(got["abs"], w.sum() - 3, rtol=1e-6)
+  with pytest.raises(errors.ConfigError, match="budget_rule"):
+    explain.refine_series(
+      f, x, base, igv[0], 0, igv, jnp.zeros(n), levels=(0,), budget=3,
+      candidates=n, greedy_steps=3, budget_rule="max",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
