@@ -84,6 +84,11 @@ def run(config, workdir) -> dict:
   results["hns_corr_time"] = results["hns"]["correlation_time"]
   results["best_baseline_corr_time"] = corr["comparator_value"]
   results["corr_time_gap"] = corr["point"]
+  # Whether this setup lets any HNS reach the baselines: the oracle's time
+  # (exact dH/du, the same J, grid and integrator) minus the strongest's.
+  results["oracle_minus_best_baseline_corr_time"] = float(
+    results["oracle"]["correlation_time"] - corr["comparator_value"]
+  )
   results["h_error_vs_best"] = comparison.compare(
     per_seed,
     "hamiltonian_error",

@@ -300,6 +300,55 @@ def rollout(
   )
 
 
+@functools.partial(
+  jax.jit,
+  static_argnames=(
+    "pde",
+    "grid_static",
+    "stencil",
+    "label_stencil",
+    "num_steps",
+  ),
+)
+def _oracle_rollout(
+  u0, dt, *, pde, grid_static, stencil, label_stencil, num_steps
+):
+  grid = grid_static.grid
+  j = operators.dx_operator(dx=grid.dx, length=grid.length, stencil=stencil)
+  label = lambda u: hamiltonians.functional_derivative_label(
+    pde, u, grid, stencil=label_stencil
+  )
+  f = hns.hamiltonian_vector_field(label, j)
+  return jax.vmap(lambda v: integrators.ab2_rollout(f, v, dt, num_steps))(u0)
+
+
+def oracle_rollout(
+  pde, u0, grid, *, dt, num_steps, stencil="central", label_stencil="central"
+):
+  """An HNS whose dH/du is exact (the training label itself) rolled out
+  like a trained one: J of `stencil`, AB2 at `dt`. [B, num_steps + 1, n].
+
+  The ceiling the discretisation (J and label stencils, grid, integrator,
+  step) sets for any learned H: where it decorrelates early, a trained HNS
+  cannot do better than it, whatever it learns.
+  """
+  errors.check(
+    jnp.ndim(u0) == 2,
+    errors.ShapeError,
+    f"oracle_rollout takes u0 [B, n], got shape {jnp.shape(u0)}",
+  )
+  validation.check_initial_condition(u0, grid.n)
+  return _oracle_rollout(
+    jnp.asarray(u0),
+    dt,
+    pde=pde,
+    grid_static=_StaticGrid(grid),
+    stencil=stencil,
+    label_stencil=label_stencil,
+    num_steps=num_steps,
+  )
+
+
 def rollout_metrics(
   pde,
   pred,

@@ -619,3 +619,27 @@ def test_an_unknown_next_step_target_is_refused():
       num_steps=2,
       next_step_target="residual",
     )
+
+
+def test_oracle_rollout_on_advection_is_the_exact_shift():
+  # Advection's label is dH/du = u, so the oracle's field is J u = u_x
+  # (spectral J) and u(x, t) = u0(x + t) exactly; AB2's error is O(dt^2).
+  n, length, dt, steps = 64, 16.0, 0.01, 100
+  grid = pde.periodic_grid(n, length)
+  x = np.asarray(grid.x)
+  u0 = lambda t: (
+    np.sin(2 * np.pi * (x + t) / length)
+    + 0.5 * np.cos(4 * np.pi * (x + t) / length)
+  )
+  out = solver.oracle_rollout(
+    "advection",
+    jnp.asarray(u0(0.0))[None],
+    grid,
+    dt=dt,
+    num_steps=steps,
+    stencil="spectral",
+  )
+  assert out.shape == (1, steps + 1, n)
+  np.testing.assert_allclose(out[0, -1], u0(steps * dt), atol=2e-4)
+  with pytest.raises(errors.ShapeError, match="u0"):
+    solver.oracle_rollout("advection", u0(0.0), grid, dt=dt, num_steps=2)
