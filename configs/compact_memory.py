@@ -25,12 +25,15 @@ def get_config(arg=None):
   config.datasets = ("moons", "digits")
   # random_kprior: the official "K-prior with random points" (unit weights,
   # no EM; its L2 term pulls towards 0); random_kprior_anchored: the same with
-  # the L2 term towards the previous task's weights (ours, a second baseline).
+  # the L2 term towards the previous task's weights (ours, a second baseline);
+  # random_kprior_weighted: the anchored one with each point weighted N_t / K,
+  # the task's data mass, as the compact memory's weights carry it (ours).
   config.methods = (
     "batch",
     "replay",
     "random_kprior",
     "random_kprior_anchored",
+    "random_kprior_weighted",
     "compact",
   )
   # Independent runs (init, memory points), vmapped: seeds 0..seeds-1; seed

@@ -38,6 +38,11 @@ from lib.core import stats
 SEQUENTIAL = continual.METHODS  # the order of the sequential sweeps
 COMPACT = continual.learner.COMPACT  # alone in running the PPCA-EM
 NO_EM = continual.learner.REPLAY  # ends tasks as every other method
+# Methods whose task boundary is their own, each in a sweep of its own.
+OWN_ENDING = {
+  ("compact",): COMPACT,
+  ("random_kprior_weighted",): continual.learner.RANDOM_KPRIOR_WEIGHTED,
+}
 METHODS = ("batch", *SEQUENTIAL)
 DATASETS = ("moons", "digits", "file")
 INITS = ("random", "top_beta")
@@ -53,6 +58,7 @@ VERSUS = {
   "compact_minus_replay": "replay",
   "compact_minus_random": "random_kprior",
   "compact_minus_random_anchored": "random_kprior_anchored",
+  "compact_minus_random_weighted": "random_kprior_weighted",
 }
 
 
@@ -231,7 +237,9 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
 
   def sweep(methods, where):
     """(state, {eval: final}, diverged) of methods x memory x seed."""
-    ends = COMPACT if methods == ["compact"] else NO_EM
+    # How the sweep's task boundaries end (a static method id): the EM, the
+    # weighted points, or the raw unit-weight points of the rest.
+    ends = OWN_ENDING.get(tuple(methods), NO_EM)
     ids = [SEQUENTIAL.index(mt) for mt in methods]
     names = [f"{m}/m{k}/seed{s}" for m in methods for k in sizes for s in seeds]
     members = train_lib.sweep_grid(names, method=ids, memory=sizes, seed=seeds)
@@ -241,7 +249,11 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     evals = {k: np.asarray(v[-1]) for k, v in res.evals.items()}
     return jax.device_get(res.state), evals, res.diverged.any()
 
-  parts = (SEQUENTIAL[:-1], "sequential"), (["compact"], "compact")
+  parts = (
+    (["replay", "random_kprior", "random_kprior_anchored"], "sequential"),
+    (["random_kprior_weighted"], "weighted"),
+    (["compact"], "compact"),
+  )
   parts = [([mt for mt in ms if mt in config.methods], w) for ms, w in parts]
   states, evals, diverged = zip(*(sweep(*p) for p in parts if p[0]))
   state = jax.tree.map(lambda *a: np.concatenate(a), *states)

@@ -45,8 +45,25 @@ from lib.continual.memory import select_top_beta
 from lib.continual.memory import tilde_rows
 from lib.continual.memory import update_memory
 
-METHODS = ("replay", "random_kprior", "random_kprior_anchored", "compact")
-REPLAY, RANDOM_KPRIOR, RANDOM_KPRIOR_ANCHORED, COMPACT = range(len(METHODS))
+# random_kprior_weighted (ours): the anchored random K-prior whose K points
+# each weigh N_t / K, the share of the task's N_t points it stands for (the
+# official random K-prior keeps unit weights, while the compact memory's
+# weights carry the task's data mass): what Hessian matching adds beyond
+# weighting.
+METHODS = (
+  "replay",
+  "random_kprior",
+  "random_kprior_anchored",
+  "random_kprior_weighted",
+  "compact",
+)
+(
+  REPLAY,
+  RANDOM_KPRIOR,
+  RANDOM_KPRIOR_ANCHORED,
+  RANDOM_KPRIOR_WEIGHTED,
+  COMPACT,
+) = range(len(METHODS))
 
 
 def objective(
@@ -151,7 +168,8 @@ def task_boundary(
 
   The task's points `picks` (weights `pick_w`: 1 kept, 0 padding) go into
   slots [slot, slot + K) of the fixed-size memory. Replay and the random
-  K-priors keep them as they are (unit weights, their labels in mem_y); the
+  K-priors keep them as they are (unit weights, their labels in mem_y; the
+  weighted random K-prior's weigh N_t / K each, N_t the task's points); the
   compact memory refines old + new vectors by PPCA-EM, starting from the
   picks or (`top_beta`, the four-moons notebook) the K points of largest
   beta; `style` is the EM's (`EM_STYLES`). Padding rows of x (mask 0)
@@ -169,6 +187,11 @@ def task_boundary(
       top if static == COMPACT else jnp.where(method == COMPACT, top, picks)
     )
   init_u = x[picks]
+  share = jnp.sum(mask) / jnp.maximum(jnp.sum(pick_w), 1.0)
+  if static == RANDOM_KPRIOR_WEIGHTED:
+    pick_w = pick_w * share
+  elif static is None:
+    pick_w = jnp.where(method == RANDOM_KPRIOR_WEIGHTED, pick_w * share, pick_w)
   raw = add_vectors(memory, init_u, pick_w, slot)
   mem_y = jax.lax.dynamic_update_slice_in_dim(mem_y, y[picks], slot, 0)
   if static is not None and static != COMPACT:

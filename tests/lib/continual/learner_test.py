@@ -66,6 +66,8 @@ def test_objective_of_each_method_matches_dense(first, batch_size, divisor):
     + ((l2(0.0) if first else 0.0) + np.sum(w * _ce(theta, u, mem_y))) / n,
     "random_kprior": ce + (l2(0.0) + np.sum(w * soft)) / n,
     "random_kprior_anchored": ce + (l2(old) + np.sum(w * soft)) / n,
+    # The weighted one differs at the task boundary only (its memory's w).
+    "random_kprior_weighted": ce + (l2(old) + np.sum(w * soft)) / n,
     "compact": ce + (l2(old) + np.sum(w * soft)) / n,
   }
   f = jax.jit(continual.objective, static_argnames=("delta", "batch_size"))
@@ -209,9 +211,10 @@ def test_task_boundary_keeps_raw_points_or_fits_them():
       np.testing.assert_allclose(
         trace.scatter, (x[:n].T * b) @ x[:n], rtol=1e-10
       )
-    else:  # the raw points with unit weights, in slots 3..5
+    else:  # the raw points in slots 3..5, with unit weights, or N_t / K
       np.testing.assert_array_equal(new.u[3:6], x[picks])
-      np.testing.assert_array_equal(new.w, [0, 0, 0, 1, 1, 0])
+      each = n / 2 if method == "random_kprior_weighted" else 1.0
+      np.testing.assert_allclose(new.w, [0, 0, 0, each, each, 0], rtol=1e-12)
       if f is static:  # no EM: a zero trace
         assert not np.any(trace.scatter) and not np.any(trace.rows)
 
