@@ -64,25 +64,12 @@ def sketched_sgd(
   """
   dim = method_lib.check_dim(dim)
   sketch_lib.make_sketch(jax.random.key(0), dim, sketch_size, kind=sketch_kind)
-  tx = optax.sgd(learning_rate)
-
-  def encode(delta, key):
-    sk, _ = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
-    return sk(delta)
-
-  def apply(msg, state, params, key):
-    _, desk = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
-    updates, state = tx.update(desk(msg), state, params)
-    return params + updates, state
-
-  return method_lib.Method(
+  return optimizer.one_sketch_method(
+    optax.sgd(learning_rate),
     name="sketched_sgd",
     dim=dim,
-    init=tx.init,
-    encode=encode,
-    apply=apply,
-    bytes_up=sketch_size * method_lib.BYTES_PER_VALUE,
-    bytes_down=sketch_size * method_lib.BYTES_PER_VALUE,
+    sketch_size=sketch_size,
+    sketch_kind=sketch_kind,
   )
 
 

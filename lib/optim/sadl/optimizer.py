@@ -238,24 +238,12 @@ def sadl(
       f"d={dim}; use sketch_kind='identity' for no compression"
     )
   if not split_sketch:
-
-    def encode_one(delta, key):
-      sk, _ = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
-      return sk(delta)
-
-    def apply_one(msg, state, params, key):
-      _, desk = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
-      updates, state = tx.update(desk(msg), state, params)
-      return params + updates, state
-
-    return method_lib.Method(
+    return one_sketch_method(
+      tx,
       name=f"sadl_{name}_one_sketch",
       dim=dim,
-      init=tx.init,
-      encode=encode_one,
-      apply=apply_one,
-      bytes_up=sketch_size * value_bytes,
-      bytes_down=sketch_size * value_bytes,
+      sketch_size=sketch_size,
+      sketch_kind=sketch_kind,
     )
   if sketch_size < 2:
     raise errors.ConfigError(
@@ -294,4 +282,39 @@ def sadl(
     apply=apply,
     bytes_up=sketch_size * value_bytes,
     bytes_down=sketch_size * value_bytes,
+  )
+
+
+def one_sketch_method(
+  tx: optax.GradientTransformation,
+  *,
+  name: str,
+  dim: int,
+  sketch_size: int,
+  sketch_kind: str = "srht",
+) -> method_lib.Method:
+  """Clients send R_t delta (b numbers, a fresh R_t per round); the server
+  applies `tx` to the de-sketched average R_t^T R_t mean(delta).
+
+  Sketched SGD (`optax.sgd`) and SADL with one sketch (`split_sketch=False`:
+  the sketched Adam server) are this method with their own `tx`.
+  """
+
+  def encode(delta, key):
+    sk, _ = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
+    return sk(delta)
+
+  def apply(msg, state, params, key):
+    _, desk = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
+    updates, state = tx.update(desk(msg), state, params)
+    return params + updates, state
+
+  return method_lib.Method(
+    name=name,
+    dim=dim,
+    init=tx.init,
+    encode=encode,
+    apply=apply,
+    bytes_up=sketch_size * method_lib.BYTES_PER_VALUE,
+    bytes_down=sketch_size * method_lib.BYTES_PER_VALUE,
   )
