@@ -18,7 +18,7 @@ the representation from RL:
 - metrics: visited coverage (fraction of free cells ever visited), the
   entropy of the visited-cell histogram, and imagined coverage (cells of
   decoded prior samples). DRAG is compared with each baseline, paired by
-  seed (`stats.against_every`): a per-seed max over the baselines would
+  seed (`stats.against_each`): a per-seed max over the baselines would
   favour them even when every method is alike.
 
 Each method is one `lib.train.run_sweep` over its seeds (one vmapped
