@@ -21,6 +21,7 @@ import math
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
@@ -353,8 +354,25 @@ def logistic_vi(config, workdir, sweep) -> dict:
       steps, table = result.logged("elbo_ema")
       curves[name] = (steps, table[:, cols])
   out.update(_paired(out, c))
+  out["map"] = _map_accuracy(splits, c)
   if train_lib.is_main_process():
     train_lib.draw_figure(_vi_figure, workdir, curves, out)
+  return out
+
+
+def _map_accuracy(splits, c) -> dict:
+  """MAP logistic regression under the same prior, on the same splits: the
+  accuracy a point estimate reaches (`qblr.map_logistic`), for context."""
+  x, y, x_test, y_test = splits
+
+  def one(x, y, x_test, y_test):
+    w = qblr.map_logistic(x, y, precision=c.prior_precision)
+    return jnp.mean(jnp.sign(x_test @ w) == y_test)
+
+  acc = np.asarray(jax.jit(jax.vmap(one))(x, y, x_test, y_test), float)
+  mean, lo, hi = stats_lib.mean_interval(acc, c.interval_level)
+  out = {"acc_mean": mean, "acc_mean_lo": lo, "acc_mean_hi": hi}
+  out["acc_mean_per_split"] = acc.tolist()
   return out
 
 

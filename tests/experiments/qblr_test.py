@@ -101,9 +101,13 @@ def test_smoke_run(tmp_path):
   assert paired["mean"] == pytest.approx(diff.mean())
   assert vi["best_baseline"] == "blr_gauss"
   assert vi["qng_minus_best_baseline_lo"] == paired["lo"]
+  assert 0.85 <= vi["map"]["acc_mean"] <= 1.0
+  assert len(vi["map"]["acc_mean_per_split"]) == len(
+    vi["qng"]["acc_mean_per_split"]
+  )
   vi_rows = train_lib.read_jsonl(os.path.join(workdir, "vi", "qng"))
   runs = {row["run"] for row in vi_rows}
-  assert len(runs) == 3 * 2 and "vi/qng/lr0.05/split1" in runs
+  assert len(runs) == 3 * 2 and "vi/qng/lr0.01/split1" in runs
   with open(os.path.join(workdir, "results.json")) as f:
     assert json.load(f)["mle"]["l_star"] == pytest.approx(mle["l_star"])
   for fig in r["figures"]:

@@ -85,6 +85,7 @@ from lib.optim.qblr.vi import gaussian_posterior
 from lib.optim.qblr.vi import init_vi_run
 from lib.optim.qblr.vi import logistic_log_joint
 from lib.optim.qblr.vi import logistic_log_lik
+from lib.optim.qblr.vi import map_logistic
 from lib.optim.qblr.vi import posterior_metrics
 from lib.optim.qblr.vi import step_vi_run
 from lib.optim.qblr.vi import stl_neg_elbo

@@ -241,3 +241,15 @@ def test_posterior_metrics_of_a_point_mass():
   entropy = 1.5 * np.log(2 * np.pi * np.e / 1e12)
   np.testing.assert_allclose(out["elbo"], log_joint + entropy, rtol=1e-6)
   assert "nu_mean" not in out
+
+
+def test_map_logistic_zeroes_the_log_joints_gradient():
+  # The MAP is where the gradient of log p(y | x, w) + log N(w | 0, 1/p I)
+  # vanishes; the objective is strictly concave, so that point is unique.
+  r = np.random.default_rng(0)
+  x = np.c_[r.normal(size=(80, 4)), np.ones(80)]
+  y = np.sign(x @ np.array([1.5, -2.0, 0.5, 0.0, 0.3]) + r.normal(size=80))
+  w = qblr.map_logistic(jnp.asarray(x), jnp.asarray(y), precision=0.7)
+  grad = jax.grad(qblr.logistic_log_joint(x, y, precision=0.7))(w)
+  np.testing.assert_allclose(grad, 0.0, atol=1e-10)
+  assert np.linalg.norm(w) > 1.0  # it moved from 0
