@@ -4,7 +4,8 @@ For each channel count n, times (median of `repeats` interleaved rounds of jitte
 applying the op `inner` times in a `lax.fori_loop` whose iterations depend on
 each other, so XLA cannot hoist them):
   * log-det: CD's O(mn) sum of logs vs `jnp.linalg.slogdet(W)` (O(n^3));
-  * inverse of a batch of vectors: CD's FFT solve vs `jnp.linalg.solve(W, .)`
+  * inverse of a batch of vectors: CD's FFT solve vs `jnp.linalg.solve(W, .)`,
+    vs the dense layer's own inverse (`inv(W)` and one matmul, each call)
     and vs a matmul with a precomputed `inv(W)`;
   * forward: CD's mat-vec vs a dense matmul.
 CD's inverse and forward run with `implementation="auto"` (what a user gets:
@@ -104,6 +105,12 @@ def bench_size(n, config) -> dict:
       (w, y),
     ),
     "dense_inv_matmul": (lambda a, c: (a[1] + c) @ a[0].T, (w_inv, y)),
+    # The dense layer's own inverse pass (lib.flows.linear): inv(W), then
+    # one matmul, each call (W changes every training step).
+    "dense_layer_inverse": (
+      lambda a, c: (a[1] + c) @ jnp.linalg.inv(a[0] + c).T,
+      (w, y),
+    ),
     "cd_forward": (lambda a, c: layer.forward(a[0], a[1] + c), (params, y)),
     "cd_inverse_fft": (lambda a, c: fft.inverse(a[0], a[1] + c), (params, y)),
     "cd_inverse_dense": (
@@ -140,6 +147,7 @@ def bench_size(n, config) -> dict:
     ("logdet_speedup", "dense_logdet", "cd_logdet"),
     ("inverse_speedup_vs_solve", "dense_solve", "cd_inverse"),
     ("inverse_speedup_vs_precomputed", "dense_inv_matmul", "cd_inverse"),
+    ("inverse_speedup_vs_dense_layer", "dense_layer_inverse", "cd_inverse"),
     ("forward_speedup", "dense_forward", "cd_forward"),
   ):
     out[key], out[f"{key}_lo"], out[f"{key}_hi"] = _ratio(rounds, slow, fast)
@@ -234,6 +242,9 @@ def _run(config, workdir) -> dict:
     "inverse_speedup_ref_lo": ref["inverse_speedup_vs_solve_lo"],
     "inverse_speedup_ref_hi": ref["inverse_speedup_vs_solve_hi"],
     "inverse_vs_precomputed_ref": ref["inverse_speedup_vs_precomputed"],
+    "inverse_vs_dense_layer_ref": ref["inverse_speedup_vs_dense_layer"],
+    "inverse_vs_dense_layer_ref_lo": ref["inverse_speedup_vs_dense_layer_lo"],
+    "inverse_vs_dense_layer_ref_hi": ref["inverse_speedup_vs_dense_layer_hi"],
     "forward_speedup_ref": ref["forward_speedup"],
     "forward_speedup_ref_lo": ref["forward_speedup_lo"],
     "forward_speedup_ref_hi": ref["forward_speedup_hi"],

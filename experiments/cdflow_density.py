@@ -368,6 +368,12 @@ def _run(config, workdir) -> dict:
       if "cd" in out and "dense" in out:
         gap = out["cd"]["test_bpd"] - out["dense"]["test_bpd"]
         results[f"{part}_cd_minus_dense_bpd"] = gap
+      if "permutation" in out and "dense" in out:
+        # How much learned mixing is worth here: a fixed permutation (no
+        # mixing parameters) against the dense layer.
+        results[f"{part}_permutation_minus_dense_bpd"] = (
+          out["permutation"]["test_bpd"] - out["dense"]["test_bpd"]
+        )
       if part == "vector":
         results["best_vector_test_bpd"] = min(
           r["test_bpd"] for r in out.values()

@@ -29,7 +29,10 @@ def test_smoke_run(tmp_path):
   helpers.check_claim_keys(
     "cdflow_density",
     tmp_path,
-    absent={"cdflow_cd_close_to_dense": "smoke trains the cd flow only"},
+    absent={
+      "cdflow_cd_close_to_dense": "smoke trains the cd flow only",
+      "cdflow_mixing_matters": "smoke trains the cd flow only",
+    },
   )
 
 
