@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; 16 min 40 s for all quick runs on a fresh clone, 2-core CPU):
+Run (the main job; 17 min 20 s for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':quick' is the default tier; ':smoke' runs each experiment's smoke variant (seconds; used by tests).
@@ -43,25 +43,25 @@ def get_config(arg=None):
   # only to start the longest first in a workdir without stamps (later jobs
   # use the durations their own stamps record).
   config.expected_seconds = dict(
-    sadl=269,
-    quartet_llm=223,
-    quartet_scaling=214,
-    sfn=165,
-    drag=147,
-    compact_memory=144,
-    cdflow_density=122,
-    hns_toy=109,
-    hns_kdv=98,
-    hns_advection=78,
-    disaggregated_eval=73,
-    qblr=62,
-    dpo_diversity=58,
-    bench_cdflow=56,
+    sadl=335,
+    quartet_llm=230,
+    quartet_scaling=225,
+    compact_memory=206,
+    sfn=164,
+    drag=125,
+    hns_toy=104,
+    cdflow_density=102,
+    hns_kdv=92,
+    disaggregated_eval=76,
+    hns_advection=69,
+    dpo_diversity=66,
+    bench_cdflow=55,
     trpe=51,
-    mix=47,
-    nanoadam_finetune=27,
-    bench_mxfp4=25,
-    simplicity_bias=19,
+    qblr=49,
+    mix=46,
+    nanoadam_finetune=26,
+    simplicity_bias=22,
+    bench_mxfp4=22,
   )
   if arg.variant == "gpu":
     # The GPU tier (issue 35): one H200, all of it in <= 6 minutes from a
