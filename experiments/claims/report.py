@@ -321,11 +321,17 @@ def count_mismatch(claim: Claim, config: dict | None, ran) -> str | None:
   )
 
 
+# A claim needing more than this many times the samples its run had gets no
+# rerun command (`settle_commands`).
+SETTLE_MAX_FACTOR = 20
+
+
 def settle_commands(
   rows: list[dict],
   configs: dict[str, dict],
   run_seconds: dict | None = None,
   config_suffix: str = "",
+  max_factor: int = SETTLE_MAX_FACTOR,
 ) -> list[dict]:
   """The reruns that would settle the unresolved claims: one per run.
 
@@ -338,12 +344,16 @@ def settle_commands(
   claim about as often as not when the effect is as measured. `seconds` is
   `run_seconds[run]` scaled by the samples (an estimate: compilation does not
   grow with them). `config_suffix` follows the claim's config argument in the
-  command (",smoke" where the runs were smoke runs).
+  command (",smoke" where the runs were smoke runs). A claim that needs more
+  than `max_factor` x the samples its run had is left out of the rerun and
+  listed in `beyond` ((name, needed) pairs): at its measured effect more of
+  the same setting is not the way to settle it (a larger one may be).
 
   Returns dicts with run, experiment, config, key, value (the new config
-  value), ran and needed (samples), unit, claims (names), seconds (None when
-  unknown) and command; or, where the config does not hold the count the run
-  has, run, key, claims and `skipped` (why).
+  value), ran and needed (samples), unit, claims (names), beyond, seconds
+  (None when unknown) and command; or, where the config does not hold the
+  count the run has or every claim is beyond, run, key, claims, beyond and
+  `skipped` (why).
   """
   by_run: dict[str, list[dict]] = {}
   for row in rows:
@@ -366,10 +376,30 @@ def settle_commands(
       )
     else:
       why = count_mismatch(c, configs.get(run), next(iter(ran)))
+    beyond = []
+    if why is None:
+      ran = next(iter(ran))
+      beyond = [
+        (r["claim"].name, r["seeds_needed"])
+        for r in run_rows
+        if r["seeds_needed"] > max_factor * ran
+      ]
+      run_rows = [r for r in run_rows if r["seeds_needed"] <= max_factor * ran]
+      if not run_rows:
+        why = f"every claim needs more than {max_factor} x the {ran} it ran"
     if why is not None:
-      out.append(dict(run=run, key=c.count_key, claims=names, skipped=why))
+      out.append(
+        dict(
+          run=run,
+          key=c.count_key,
+          claims=names,
+          beyond=beyond,
+          max_factor=max_factor,
+          skipped=why,
+        )
+      )
       continue
-    ran = next(iter(ran))
+    names = [r["claim"].name for r in run_rows]
     needed = max(r["seeds_needed"] for r in run_rows)
     value = c.count_scale * needed
     took = (run_seconds or {}).get(run)
@@ -390,6 +420,8 @@ def settle_commands(
         needed=needed,
         unit=run_rows[0].get("seeds_unit", c.sample_unit),
         claims=names,
+        beyond=beyond,
+        max_factor=max_factor,
         seconds=None if took is None else round(took * needed / ran),
         command=command,
       )
@@ -415,8 +447,17 @@ def settle_section(settle: list[dict]) -> list[str]:
   table, skipped = [], []
   for s in settle:
     claims = ", ".join(f"`{n}`" for n in s["claims"])
+    for name, needed in s.get("beyond", ()):
+      skipped.append(
+        f"- `{s['run']}` (`{name}`): needs {needed} (more than "
+        f"{s['max_factor']} x what it ran): at this effect size more of the "
+        "same setting will not settle it; a larger one might."
+      )
     if "skipped" in s:
-      skipped.append(f"- `{s['run']}` ({claims}): no command, {s['skipped']}.")
+      if not s.get("beyond"):
+        skipped.append(
+          f"- `{s['run']}` ({claims}): no command, {s['skipped']}."
+        )
       continue
     table.append(
       f"| {s['run']} | {claims} | {s['needed']} {s['unit']} (ran "

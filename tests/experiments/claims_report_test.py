@@ -475,11 +475,19 @@ def test_settle_commands_rerun_each_run_with_the_samples_its_claims_need():
     row("d", "g", 0.1, 0.2, 3, count_key="seeds"),  # config disagrees
     row("settled", "e", 1.0, 0.1, 3, count_key="train.seeds"),
     row("no_key", "h", 0.1, 0.2, 3),
+    # Needs more than 20 x the 3 seeds it ran: no rerun for it.
+    row("far", "e", 0.1, 0.8, 3, count_key="train.seeds"),
+    row("far_only", "k", 0.1, 0.8, 3, count_key="seeds"),
   ]
   assert [r["verdict"] for r in rows] == ["unresolved"] * 4 + [
     "yes",
     "unresolved",
+    "unresolved",
+    "unresolved",
   ]
+  need_far = _expected_seeds(0.1, 0.8, 0.0)
+  assert 20 * 3 < need_far <= 1000
+  assert rows[-1]["seeds_needed"] == need_far
   need_a = _expected_seeds(0.1, 0.2, 0.0)
   need_b = _expected_seeds(0.3, 0.4, 0.0)
   need_c = _expected_seeds(0.1, 0.3, 0.0)
@@ -487,12 +495,16 @@ def test_settle_commands_rerun_each_run_with_the_samples_its_claims_need():
     "e": {"train": {"seeds": 3}},
     "f": {"num_explain": 8},
     "g": {"seeds": 5},
+    "k": {"seeds": 3},
   }
   settle = report.settle_commands(rows, configs, {"e": 60.0, "f": 40.0})
   by_run = {s["run"]: s for s in settle}
-  assert sorted(by_run) == ["e", "f", "g"]  # h names no count key
+  assert sorted(by_run) == ["e", "f", "g", "k"]  # h names no count key
   e = by_run["e"]
   assert e["claims"] == ["a", "b"] and e["ran"] == 3
+  assert e["beyond"] == [("far", need_far)]
+  assert by_run["k"]["beyond"] == [("far_only", need_far)]
+  assert "more than 20 x the 3" in by_run["k"]["skipped"]
   assert e["needed"] == e["value"] == max(need_a, need_b)
   assert e["seconds"] == round(60.0 * e["needed"] / 3)
   assert e["command"] == (
@@ -518,6 +530,9 @@ def test_settle_commands_rerun_each_run_with_the_samples_its_claims_need():
   total = e["seconds"] + f["seconds"]
   assert f"one after the other: about {total // 60}:{total % 60:02d}." in part
   assert "- `g` (`d`): no command, config.seeds is 5" in part
+  assert f"- `e` (`far`): needs {need_far} (more than 20 x" in part
+  assert f"- `k` (`far_only`): needs {need_far} (more than 20 x" in part
+  assert "| k |" not in part
   assert "## Settling" not in report.render_markdown(
     rows, environment="env", failures={}, settle=[]
   )
