@@ -34,7 +34,10 @@ def test_smoke_results_figure_and_claim_keys(tmp_path, fast_compile):
     "disaggregated_eval",
     tmp_path,
     absent={
-      "disagg_outcome_shift_not_explained_by_x": "smoke skips outcome_shift"
+      "disagg_outcome_shift_not_explained_by_x": "smoke skips outcome_shift",
+      "disagg_outcome_shift_not_explained_by_x_under_x_shift": (
+        "smoke skips complex_causal_shift"
+      ),
     },
   )
 
