@@ -38,10 +38,15 @@ from lib.core import stats
 SEQUENTIAL = continual.METHODS  # the order of the sequential sweeps
 COMPACT = continual.learner.COMPACT  # alone in running the PPCA-EM
 NO_EM = continual.learner.REPLAY  # ends tasks as every other method
-# Methods whose task boundary is their own, each in a sweep of its own.
+# Methods whose task boundary is their own, each in a sweep (and workdir) of
+# its own: method -> (its static method id at the boundary, workdir name).
+# They come last in SEQUENTIAL, so the sweeps' states concatenate in its order.
 OWN_ENDING = {
-  ("compact",): COMPACT,
-  ("random_kprior_weighted",): continual.learner.RANDOM_KPRIOR_WEIGHTED,
+  "random_kprior_weighted": (
+    continual.learner.RANDOM_KPRIOR_WEIGHTED,
+    "weighted",
+  ),
+  "compact": (COMPACT, "compact"),
 }
 METHODS = ("batch", *SEQUENTIAL)
 DATASETS = ("moons", "digits", "file")
@@ -239,7 +244,7 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     """(state, {eval: final}, diverged) of methods x memory x seed."""
     # How the sweep's task boundaries end (a static method id): the EM, the
     # weighted points, or the raw unit-weight points of the rest.
-    ends = OWN_ENDING.get(tuple(methods), NO_EM)
+    ends = OWN_ENDING[methods[0]][0] if methods[0] in OWN_ENDING else NO_EM
     ids = [SEQUENTIAL.index(mt) for mt in methods]
     names = [f"{m}/m{k}/seed{s}" for m in methods for k in sizes for s in seeds]
     members = train_lib.sweep_grid(names, method=ids, memory=sizes, seed=seeds)
@@ -249,11 +254,8 @@ def train_dataset(config, tasks, spec, workdir, name, keep_history=False):
     evals = {k: np.asarray(v[-1]) for k, v in res.evals.items()}
     return jax.device_get(res.state), evals, res.diverged.any()
 
-  parts = (
-    (["replay", "random_kprior", "random_kprior_anchored"], "sequential"),
-    (["random_kprior_weighted"], "weighted"),
-    (["compact"], "compact"),
-  )
+  parts = [([m for m in SEQUENTIAL if m not in OWN_ENDING], "sequential")]
+  parts += [([m], where) for m, (_, where) in OWN_ENDING.items()]
   parts = [([mt for mt in ms if mt in config.methods], w) for ms, w in parts]
   states, evals, diverged = zip(*(sweep(*p) for p in parts if p[0]))
   state = jax.tree.map(lambda *a: np.concatenate(a), *states)
