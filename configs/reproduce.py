@@ -44,8 +44,8 @@ def get_config(arg=None):
   # use the durations their own stamps record).
   config.expected_seconds = dict(
     sadl=335,
-    quartet_llm=230,
-    quartet_scaling=225,
+    quartet_llm=205,
+    quartet_scaling=420,
     compact_memory=206,
     sfn=164,
     drag=125,

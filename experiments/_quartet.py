@@ -176,6 +176,7 @@ def train_seeds(
   model=None,
   learning_rate: float | None = None,
   constant: bool = False,
+  length_input: bool = False,
   name: str = "",
 ) -> dict:
   """Trains one Llama per seed in `seed_ids`, vmapped, through lib.train.train.
@@ -183,7 +184,10 @@ def train_seeds(
   Seed s draws its init, its batches and its quantizer randomness from
   fold_in(stream, s), independent of the method: seed s of every method
   starts from the same parameters and sees the same batches, so per-seed
-  differences between methods are paired.
+  differences between methods are paired. `length_input`: the one-cycle
+  schedule reads the run's length as an input of the compiled step, not a
+  constant, so runs of other lengths share its program (and the persistent
+  compilation cache's entry); the learning rates are the same.
 
   Returns:
     {"history": the metric rows (a `run` column "<name>/seed<s>"),
@@ -200,6 +204,11 @@ def train_seeds(
     return models.next_token_loss(logits, batch[:, 1:]), {}
 
   train_step = train_lib.make_train_step(loss_fn, tx)
+  if length_input:
+    # The lengths travel with the data, an argument of the compiled chunk
+    # (sweep settings are baked into it as constants).
+    lengths = one_cycle_lengths(config, config.train.num_steps)
+    data = {**data, "schedule_lengths": np.asarray(lengths, np.int32)}
 
   def seed_key(key, setting):
     return jax.random.fold_in(key, setting["seed"].astype(jnp.uint32))
@@ -213,6 +222,12 @@ def train_seeds(
   order_root = train_lib.order_key(config.train)
 
   def batch_one(data, key, step, setting):
+    tokens = windows(data, key, step, setting)
+    if length_input:
+      return {"tokens": tokens, "schedule_lengths": data["schedule_lengths"]}
+    return tokens
+
+  def windows(data, key, step, setting):
     if d.sampling == "epoch":
       return text.epoch_windows(
         data["train"],
@@ -227,7 +242,15 @@ def train_seeds(
 
   def step_one(state, batch, key, step, setting):
     del step
-    return train_step(state, batch, seed_key(rng.stream(key, "loss"), setting))
+    step_fn = train_step
+    if length_input:
+      total, warmup = batch["schedule_lengths"]
+      step_fn = train_lib.make_train_step(
+        loss_fn,
+        make_optimizer(config, learning_rate, constant, (total, warmup)),
+      )
+      batch = batch["tokens"]
+    return step_fn(state, batch, seed_key(rng.stream(key, "loss"), setting))
 
   def eval_one(state, data, setting):
     # Validation uses the model as trained: MXFP4 forward for quantized runs.
@@ -320,8 +343,17 @@ def paired_interval(a, b, level: float = 0.95) -> dict:
   return {**out, "mean": mean, "lo": lo, "hi": hi, "sd": sd}
 
 
+def one_cycle_lengths(config, steps: int) -> tuple[int, int]:
+  """(total, warmup) of `optim_lib.one_cycle_schedule` for a run of `steps`."""
+  warmup = max(1, int(config.optim.warmup_fraction * steps))
+  return max(2, steps), min(warmup, max(1, steps - 1))
+
+
 def make_optimizer(
-  config, learning_rate: float | None = None, constant: bool = False
+  config,
+  learning_rate: float | None = None,
+  constant: bool = False,
+  lengths=None,
 ) -> optax.GradientTransformation:
   """AdamW with clipping, the official trainer's (IST-DASLab/Quartet src/main.py).
 
@@ -335,14 +367,20 @@ def make_optimizer(
   config.optim.weight_decay_mask "linear" (official, src/models/base.py):
   decay only the kernels of the block linears (`models.weight_decay_mask`);
   "all" [ours]: every parameter, embedding, norms and head included.
+  `lengths`: the one-cycle (total, warmup) as traced integers, for a run
+  whose length is an argument of its compiled step (`one_cycle_lengths`);
+  None: from config.train.num_steps.
   """
   o, steps = config.optim, config.train.num_steps
   lr = o.learning_rate if learning_rate is None else learning_rate
   warmup = max(1, int(o.warmup_fraction * steps))
   if o.schedule == "one_cycle":
-    schedule = optim_lib.one_cycle_schedule(
-      lr, max(2, steps), min(warmup, max(1, steps - 1)), decay=not constant
+    total, warm = (
+      one_cycle_lengths(config, steps) if lengths is None else lengths
     )
+    schedule = optim_lib.one_cycle_schedule(lr, total, warm, decay=not constant)
+  elif lengths is not None:
+    raise ValueError("traced schedule lengths need optim.schedule 'one_cycle'")
   elif constant:
     schedule = optax.warmup_constant_schedule(0.0, lr, warmup)
   else:

@@ -1,8 +1,9 @@
 """Quartet (NeurIPS 2025): the precision scaling law and its efficiencies effN, effD.
 
 Trains the byte-level Llama at every size of `config.sweep` under every method
-(bf16 baseline first), reads validation loss at each step count of
-`config.read_steps` (one (N, D) point each), fits the paper's law
+(bf16 baseline first) for each step count of `config.read_steps`, one
+OneCycle run per (N, D) point as the authors' sweep (config.protocol; or one
+constant-lr run read at every step count, ours), fits the paper's law
 
   L(N, D) = (A / (N effN)^alpha + B / (D effD)^beta)^gamma + E
 
@@ -78,8 +79,15 @@ def check_config(config) -> None:
       f"config.methods must start with 'bf16' (it fits the base law); got "
       f"{tuple(config.methods)}"
     )
+  train_lib.check_one_of(config.protocol, PROTOCOLS, "config.protocol")
   steps, t = tuple(config.read_steps), config.train
-  if not steps or t.eval_every <= 0 or any(s % t.eval_every for s in steps):
+  if not steps or any(not isinstance(s, int) or s < 2 for s in steps):
+    raise ConfigError(
+      f"config.read_steps {steps} must be integers >= 2 (one (N, D) point each)"
+    )
+  if config.protocol == "readings" and (
+    t.eval_every <= 0 or any(s % t.eval_every for s in steps)
+  ):
     raise ConfigError(
       f"config.read_steps {steps} must be multiples of config.train.eval_every "
       f"({t.eval_every} > 0)"
@@ -109,9 +117,29 @@ def check_config(config) -> None:
   sizes(config)
 
 
-def sweep(config, workdir, data) -> list[dict]:
-  """Trains every (size, method) over the seeds; one point per reading.
+PROTOCOLS = ("run_per_point", "readings")
 
+
+def _point_config(config, steps: int) -> ml_collections.ConfigDict:
+  """`config` with a training run of `steps` steps, evaluated at its end."""
+  c = ml_collections.ConfigDict(config.to_dict())
+  t = c.train
+  t.update(
+    num_steps=steps,
+    eval_every=steps,
+    checkpoint_every=min(t.checkpoint_every, steps),
+    log_every=min(t.log_every, steps),
+  )
+  return c
+
+
+def sweep(config, workdir, data) -> list[dict]:
+  """Trains every (size, method) over the seeds; one point per step count.
+
+  config.protocol "run_per_point" (official): one run per (size, method,
+  step count) under the OneCycle schedule of that many steps, read at its
+  end (workdir <method>_d<d>_l<layers>/steps<s>). "readings" [ours]: one
+  constant-lr run per (size, method) read at every step count.
   `data`: `_quartet.load_data(config)`.
 
   A point's loss is the mean over seeds; a point where any seed diverged
@@ -120,24 +148,49 @@ def sweep(config, workdir, data) -> list[dict]:
   """
   tokens_per_step = config.data.batch_size * config.data.seq_len
   points = []
+  per_point = config.protocol == "run_per_point"
   runs = [(size, m) for size in sizes(config) for m in config.methods]
-  progress = train_lib.Sweep(len(runs), name="quartet_scaling")
-  for size, method in runs:
-    run_name = f"{method}_d{size.d_model}_l{size.n_layers}"
-    with progress.run(f"{run_name} ({config.seeds} seeds)"):
-      r = _quartet.train_method(
-        config,
+  progress = train_lib.Sweep(
+    len(runs) * (len(config.read_steps) if per_point else 1),
+    name="quartet_scaling",
+  )
+
+  def train(c, method, size, run_dir, name):
+    with progress.run(f"{name} ({config.seeds} seeds)"):
+      return _quartet.train_method(
+        c,
         method,
         data,
-        workdir=os.path.join(workdir, run_name),
-        name=run_name,
+        workdir=run_dir,
+        name=name,
         model=size,
         learning_rate=size.learning_rate,
-        constant=True,
-      )
+        constant=not per_point,
+        # One compiled step for a (size, method)'s runs of every length
+        # (the main job's persistent compilation cache then compiles each
+        # once).
+        length_input=per_point and config.optim.schedule == "one_cycle",
+      )["val_loss"]
+
+  for size, method in runs:
+    run_name = f"{method}_d{size.d_model}_l{size.n_layers}"
+    run_dir = os.path.join(workdir, run_name)
+    if per_point:
+      val_loss = {
+        s: train(
+          _point_config(config, s),
+          method,
+          size,
+          os.path.join(run_dir, f"steps{s}"),
+          f"{run_name}_s{s}",
+        )[s]
+        for s in config.read_steps
+      }
+    else:
+      val_loss = train(config, method, size, run_dir, run_name)
     n = models.non_embedding_params(_quartet.model_config(config, method, size))
     for s in config.read_steps:
-      v = r["val_loss"][s]
+      v = val_loss[s]
       finite = np.isfinite(v)
       points.append(
         {
@@ -157,7 +210,7 @@ def sweep(config, workdir, data) -> list[dict]:
       run_name,
       n,
       config.seeds,
-      ", ".join(f"{np.mean(r['val_loss'][s]):.4f}" for s in config.read_steps),
+      ", ".join(f"{np.mean(val_loss[s]):.4f}" for s in config.read_steps),
     )
   return points
 
@@ -177,6 +230,19 @@ def _spread(values) -> dict:
   return dict(
     zip(("p16", "p50", "p84"), np.percentile(v, (16, 50, 84)).tolist())
   )
+
+
+def plane_rms_log_residual(n, tokens, loss) -> float:
+  """rms residual of the least-squares plane log L = c + a log N + b log D.
+
+  A 3-parameter yardstick for the law's fit on the same points: a law that
+  fits no better than a plane in (log N, log D) shows no curvature the points
+  can confirm.
+  """
+  x = np.stack([np.ones_like(n), np.log(n), np.log(tokens)], axis=1)
+  y = np.log(loss)
+  coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+  return float(np.sqrt(np.mean((x @ coef - y) ** 2)))
 
 
 def fit(config, points) -> dict:
@@ -210,14 +276,16 @@ def fit(config, points) -> dict:
   pred = np.asarray(scaling_law.loss(law, *base_points[:2]))
   free_gamma = gamma_range[1] > gamma_range[0]
   boot = fitted["boot_law"]
+  rms = float(np.sqrt(np.mean(np.log(pred / base_points[2]) ** 2)))
+  plane = plane_rms_log_residual(*base_points)
   base = {
     **law.values(),
     "gamma_range": list(gamma_range),
     "gamma_fixed": not free_gamma,
     "huber_objective": fitted["objective"],
-    "rms_log_residual": float(
-      np.sqrt(np.mean(np.log(pred / base_points[2]) ** 2))
-    ),
+    "rms_log_residual": rms,
+    "plane_rms_log_residual": plane,
+    "law_minus_plane_rms": rms - plane,
     "identifiability": scaling_law.identifiability(
       law, *base_points, free_gamma=free_gamma
     ),
@@ -230,10 +298,11 @@ def fit(config, points) -> dict:
   }
   ident = base["identifiability"]
   logging.info(
-    "base law %s; rms log residual %.4f; Gauss-Newton condition %.3g, "
-    "weakest direction se %.3g (log units)",
+    "base law %s; rms log residual %.4f (a plane in log N, log D: %.4f); "
+    "Gauss-Newton condition %.3g, weakest direction se %.3g (log units)",
     {k: round(v, 4) for k, v in law.values().items()},
     base["rms_log_residual"],
+    base["plane_rms_log_residual"],
     ident["condition_number"],
     ident["weakest_se"],
   )

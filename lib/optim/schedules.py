@@ -37,11 +37,13 @@ def one_cycle_schedule(
     peak_value: the maximum learning rate (torch's max_lr).
     total_steps: T >= 2.
     warmup_steps: w in [1, T) (torch: pct_start * T); w = 1 starts the decay
-      from step 0's initial value.
+      from step 0's initial value. T and w may be traced integer scalars
+      (one compiled program for runs of several lengths; then unchecked).
     div_factor, final_div_factor: as torch's.
     decay: False holds the peak after the warmup (no second phase).
   """
-  if total_steps < 2 or not 1 <= warmup_steps < total_steps:
+  static = isinstance(total_steps, int) and isinstance(warmup_steps, int)
+  if static and (total_steps < 2 or not 1 <= warmup_steps < total_steps):
     raise ValueError(
       f"one_cycle_schedule needs total_steps >= 2 and 1 <= warmup_steps < "
       f"total_steps; got {total_steps}, {warmup_steps}"
@@ -60,7 +62,8 @@ def one_cycle_schedule(
 
   def schedule(step):
     s = jnp.asarray(step, jnp.float32)
-    up = anneal(initial, peak_value, s / max(peak_step, 1))
+    up_steps = max(peak_step, 1) if static else jnp.maximum(peak_step, 1)
+    up = anneal(initial, peak_value, s / up_steps)
     down_pct = jnp.clip((s - peak_step) / (total_steps - 1 - peak_step), 0, 1)
     down = anneal(peak_value, final, down_pct) if decay else peak_value
     return jnp.where(s <= peak_step, up, down)

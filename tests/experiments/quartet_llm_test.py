@@ -189,6 +189,28 @@ def test_paper_model_has_the_official_mlp_width():
   assert models.non_embedding_params(c) == 30_482_560
 
 
+def _tokens_per_param(config):
+  c = _quartet.model_config(config, "bf16")
+  data, train = config.data, config.train
+  tokens = train.num_steps * data.batch_size * data.seq_len
+  return tokens / models.non_embedding_params(c)
+
+
+def test_quick_matches_the_papers_tokens_per_param():
+  # The paper's 30M row: 2861 steps x 512 x 512 tokens / 30,482,560 = 24.6.
+  assert _tokens_per_param(config_lib.get_config()) == pytest.approx(
+    24.6, abs=0.05
+  )
+  quick = config_lib.get_config("quick")
+  assert 24 <= _tokens_per_param(quick) <= 26
+  # The earlier quick (0.4M params, D/N 0.5) is a named reading of it.
+  old = config_lib.get_config("quick,d128")
+  assert models.non_embedding_params(_quartet.model_config(old, "bf16")) > 4e5
+  assert _tokens_per_param(old) == pytest.approx(0.51, abs=0.01)
+  with pytest.raises(ValueError, match="d128"):
+    config_lib.get_config("gpu,d128")
+
+
 def test_optimizer_decays_only_the_block_linears_from_lr_over_100():
   # Zero gradients: Adam's moment term is 0, so the first update is the
   # decoupled decay alone, -lr_0 * wd * p with lr_0 = lr / 100 (OneCycleLR's

@@ -4,6 +4,7 @@ that hold their points, results and figure written; bad configs fail early."""
 import json
 import os
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -63,7 +64,7 @@ def test_smoke_sweep_fits_and_writes(tmp_path, fast_compile):
   claims = [
     c for c in quartet_claims.CLAIMS if c.experiment == "quartet_scaling"
   ]
-  assert len(claims) == 4
+  assert len(claims) == 5
   for c in claims:
     row = report.evaluate(c, saved)
     assert row["verdict"] != "missing", (c.name, row["reasons"])
@@ -106,8 +107,13 @@ def test_paper_sizes_have_the_official_widths_and_warmup():
 @pytest.mark.parametrize(
   "override, match",
   [
-    (dict(read_steps=(3,)), "multiples of config.train.eval_every"),
+    (
+      dict(read_steps=(3,), protocol="readings"),
+      "multiples of config.train.eval_every",
+    ),
     (dict(read_steps=(2, 8)), "go past config.train.num_steps"),
+    (dict(read_steps=(1, 4)), "integers >= 2"),
+    (dict(protocol="cosine"), "config.protocol='cosine' is not one of"),
     (dict(methods=("quartet", "bf16")), "must start with 'bf16'"),
     (dict(methods=("bf16", "fp8")), r"config.methods='fp8' is not one of"),
     (dict(compute_dtype="fp16"), "config.compute_dtype='fp16' is not one of"),
@@ -145,3 +151,109 @@ def test_sweep_sizes_must_be_mxfp4_groups():
   config.sweep.d_model = (32,)
   with pytest.raises(ConfigError, match="equally long"):
     quartet_scaling.sizes(config)
+
+
+@pytest.mark.parametrize("protocol", ["run_per_point", "readings"])
+def test_each_point_is_the_end_of_its_own_run(tmp_path, monkeypatch, protocol):
+  # The official sweep (main_setup.sh) trains one OneCycle run per (N, D):
+  # a point of s steps comes from a run of s steps with the decaying
+  # schedule; "readings" [ours] reads one constant-lr run at every s.
+  config = config_lib.get_config("quick,smoke")
+  config.protocol = protocol
+  calls = []
+
+  def fake_train(c, method, data, *, workdir, name, model, **kw):
+    del data, model
+    steps = c.train.num_steps
+    calls.append(
+      (method, steps, kw["constant"], os.path.relpath(workdir, tmp_path))
+    )
+    losses = {
+      s: np.array([5.0 - 0.1 * s + (method != "bf16") * 0.01])
+      for s in range(1, steps + 1)
+    }
+    return {"history": [], "val_loss": losses}
+
+  monkeypatch.setattr(_quartet, "train_method", fake_train)
+  points = quartet_scaling.sweep(config, str(tmp_path), data=None)
+  steps = tuple(config.read_steps)
+  if protocol == "run_per_point":
+    assert len(calls) == 2 * 2 * len(steps)
+    assert {(c[1], c[2]) for c in calls} == {(s, False) for s in steps}
+    assert "bf16_d32_l1/steps4" in {c[3] for c in calls}
+  else:
+    assert len(calls) == 2 * 2
+    assert {(c[1], c[2]) for c in calls} == {(config.train.num_steps, True)}
+  # Either way a point's loss is its run's loss at its own step count.
+  for p in points:
+    assert p["val_loss"] == pytest.approx(
+      5.0 - 0.1 * p["steps"] + (p["method"] != "bf16") * 0.01
+    )
+
+
+def _adam_step_sizes(config, steps):
+  # With a constant gradient 1, Adam's bias-corrected step is lr_t g / |g|
+  # (up to eps 1e-8): the parameter's change per step reads the schedule.
+  tx = _quartet.make_optimizer(config, 1e-3)
+  params = {"x": jnp.zeros(())}
+  state = tx.init(params)
+  out = []
+  for _ in range(steps):
+    updates, state = tx.update({"x": jnp.ones(())}, state, params)
+    out.append(-float(updates["x"]))
+  return out
+
+
+def test_a_points_schedule_ends_at_a_tenth_of_the_peak():
+  # torch OneCycleLR (div 100, final_div 0.1): lr/100 at step 0, the peak at
+  # the end of the 10 % warmup, lr/10 at the run's last step.
+  config = config_lib.get_config("quick")
+  for s in config.read_steps:
+    c = quartet_scaling._point_config(config, s)
+    assert (c.train.num_steps, c.train.eval_every) == (s, s)
+    lrs = _adam_step_sizes(c, s)
+    assert lrs[0] == pytest.approx(1e-5)
+    assert max(lrs) == pytest.approx(1e-3)
+    assert lrs[s - 1] == pytest.approx(1e-4)
+
+
+def test_plane_residual_is_the_part_no_plane_explains():
+  # y = X c + r with r orthogonal to X's columns: the least-squares plane
+  # recovers X c and leaves exactly r.
+  rng = np.random.default_rng(0)
+  n = np.exp(rng.uniform(8, 14, 12))
+  d = np.exp(rng.uniform(10, 16, 12))
+  x = np.stack([np.ones(12), np.log(n), np.log(d)], 1)
+  r = rng.normal(size=12) * 0.02
+  r -= x @ np.linalg.lstsq(x, r, rcond=None)[0]
+  loss = np.exp(x @ np.array([1.0, -0.05, -0.1]) + r)
+  got = quartet_scaling.plane_rms_log_residual(n, d, loss)
+  assert got == pytest.approx(np.sqrt(np.mean(r**2)), rel=1e-9)
+  assert got > 0.005
+
+
+def test_a_run_length_input_trains_as_the_fixed_schedule(
+  tmp_path, fast_compile
+):
+  # run_per_point passes each run's one-cycle lengths as inputs of the step
+  # (one compiled program per (size, method)): the same learning rates
+  # (schedules_test), so the same training up to the compiled arithmetic's
+  # rounding (bitwise here at 6 steps).
+  config = config_lib.get_config("quick,smoke")
+  size = quartet_scaling.sizes(config)[0]
+  data = _quartet.load_data(config)
+  c = quartet_scaling._point_config(config, 6)
+  out = [
+    _quartet.train_seeds(
+      c,
+      "quartet",
+      data,
+      workdir=str(tmp_path / str(flag)),
+      seed_ids=(0, 1),
+      model=size,
+      learning_rate=size.learning_rate,
+      length_input=flag,
+    )["val_loss"][6]
+    for flag in (False, True)
+  ]
+  np.testing.assert_allclose(out[1], out[0], rtol=1e-6)  # bitwise here

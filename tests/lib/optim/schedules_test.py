@@ -48,3 +48,19 @@ def test_one_cycle_without_decay_holds_the_peak():
 def test_one_cycle_rejects_a_warmup_past_the_end():
   with pytest.raises(ValueError, match="warmup_steps"):
     optim.one_cycle_schedule(1e-3, 10, 10)
+
+
+def test_one_cycle_with_traced_lengths_is_the_static_schedule():
+  # Run lengths as arguments: one compiled program serves every length.
+  @jax.jit
+  def lr(step, total, warmup):
+    return optim.one_cycle_schedule(1.2e-3, total, warmup)(step)
+
+  for total, warmup in ((100, 10), (150, 15), (400, 40), (5, 2)):
+    static = jax.jit(optim.one_cycle_schedule(1.2e-3, total, warmup))
+    for s in sorted({0, 1, warmup - 1, warmup, total // 2, total - 1}):
+      assert float(lr(s, total, warmup)) == float(static(s))
+      assert float(lr(s, total, warmup)) == pytest.approx(
+        _one_cycle(s, 1.2e-3, total, warmup), rel=1e-6
+      )
+  assert lr._cache_size() == 1
