@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; 17 min 20 s for all quick runs on a fresh clone, 2-core CPU):
+Run (the main job; 19 min 57 s for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':quick' is the default tier; ':smoke' runs each experiment's smoke variant (seconds; used by tests).
@@ -44,8 +44,8 @@ def get_config(arg=None):
   # use the durations their own stamps record).
   config.expected_seconds = dict(
     sadl=335,
-    quartet_llm=205,
-    quartet_scaling=420,
+    quartet_llm=201,
+    quartet_scaling=510,
     compact_memory=206,
     sfn=164,
     drag=125,

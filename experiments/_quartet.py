@@ -187,7 +187,9 @@ def train_seeds(
   differences between methods are paired. `length_input`: the one-cycle
   schedule reads the run's length as an input of the compiled step, not a
   constant, so runs of other lengths share its program (and the persistent
-  compilation cache's entry); the learning rates are the same.
+  compilation cache's entry); the learning rates are the same, bit for bit,
+  but the compiled update may round differently from the constant-length
+  program's.
 
   Returns:
     {"history": the metric rows (a `run` column "<name>/seed<s>"),
