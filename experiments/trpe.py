@@ -7,16 +7,22 @@ task-agnostic policies by maximising a state entropy; of the joint, disjoint
 objectives the mixture is argued to be the tractable, effective one, and
 mixture-pretrained policies transfer best to sparse-reward tasks.
 
-The CPU reproduction (spec: extended_papers.md section 6): a 12 x 12
-two-room grid with a door, 2 agents starting in the left room, tabular
-softmax policies trained by TRPE (`lib.rl.trpe`) for each objective, its
-seeds one `lib.train.run_sweep` (one vmapped program; a member whose loss
-goes non-finite is frozen and makes `finite` false). Then per objective:
-the finite-trial entropies and the coverage (fraction of free cells either
-agent visits in one episode) of fresh episodes, visitation heat maps, and the
-downstream team task (both agents in the right room at once): zero-shot
-success and REINFORCE fine-tuning from each pretrained policy and from the
-uniform policy, at equal budgets (all sources and seeds one sweep).
+The CPU reproduction (spec: extended_papers.md section 6), on the official
+Rooms (`config.task="rooms"`, `lib.rl.grid.rooms`): a 10 x 10 grid whose
+door opens only while an agent stands by a switch, 2 agents starting in the
+left room, tabular softmax policies over each agent's (door, cell) trained by
+TRPE (`lib.rl.trpe`) for each objective, its seeds one `lib.train.run_sweep`
+(one vmapped program; a member whose loss goes non-finite is frozen and makes
+`finite` false). Then per objective: the finite-trial entropies and the
+coverage (fraction of free cells either agent visits in one episode) of fresh
+episodes, visitation heat maps, and the downstream task, the official goal
+region (100 per agent and step on it): zero-shot score and MATRPO
+fine-tuning (`lib.rl.matrpo`) from each pretrained policy and from the
+uniform policy, at equal budgets (all sources and seeds one sweep). The
+score of an episode is its return over the largest possible (100 x agents x
+steps). `config.task="team_far_room"` is the earlier setup (the spec's
+12 x 12 grid with an open door, success when both agents stand in the far
+room at once, REINFORCE).
 
 Run: python -m experiments.trpe --config configs/trpe.py:quick --workdir runs/trpe
 """
@@ -36,9 +42,15 @@ from lib.core import errors
 from lib.core import rng
 from lib.core import stats
 
+TASKS = ("rooms", "team_far_room")
+# The downstream score's name in results.json: "rooms" scores the return
+# over the largest possible, "team_far_room" the team's success.
+SCORE = {"rooms": "score", "team_far_room": "success"}
+
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.one_of(config.task, TASKS, "config.task")
   _checks.names(config.objectives, rl.trpe.OBJECTIVES, "config.objectives")
   _checks.integer(config.size, "config.size", minimum=4)
   _checks.integer(config.seeds, "config.seeds")
@@ -56,15 +68,44 @@ def check_config(config) -> None:
     config.finetune.trajectories, "config.finetune.trajectories", minimum=2
   )
   _checks.number(config.learning_rate, "config.learning_rate", above=0)
+  _checks.integer(config.finetune.horizon, "config.finetune.horizon")
   try:
     make_grid(config)
     trpe_config(config, config.objectives[0])
+    if config.task == "rooms":
+      matrpo_config(config)
   except errors.ConfigError as e:
     raise errors.ConfigError(f"config: {e}") from None
 
 
-def make_grid(config) -> rl.grid.Grid:
-  return rl.grid.two_rooms(config.size, starts=tuple(map(tuple, config.starts)))
+def make_grid(config):
+  """`rl.grid.SwitchRooms` ("rooms") or `rl.grid.Grid` ("team_far_room")."""
+  starts = tuple(map(tuple, config.starts))
+  if config.task == "rooms":
+    return rl.grid.rooms(config.size, starts=starts)
+  return rl.grid.two_rooms(config.size, starts=starts)
+
+
+def matrpo_config(config) -> rl.matrpo.MATRPOConfig:
+  f = config.finetune
+  return rl.matrpo.MATRPOConfig(
+    trajectories=f.trajectories,
+    horizon=f.horizon,
+    kl_threshold=f.kl_threshold,
+    gamma=f.gamma,
+    lambd=f.lambd,
+    cg_iters=f.cg_iters,
+    cg_damping=f.cg_damping,
+    critic_lr=f.critic_lr,
+    critic_batch=f.critic_batch,
+    critic_iters=f.critic_iters,
+  )
+
+
+def max_return(config, grid) -> float:
+  """The largest return of a fine-tuning episode: every agent on the goal
+  at every step ("rooms"; the score's unit)."""
+  return grid.goal_reward * grid.num_agents * config.finetune.horizon
 
 
 def trpe_config(config, objective: str) -> rl.trpe.TRPEConfig:
@@ -108,14 +149,15 @@ def pretrain(config, grid, objective: str, workdir: str):
 
 
 def finetune(config, grid, start_logits: dict, workdir: str):
-  """REINFORCE on the team task from each source's logits [S, ...], all
-  sources and seeds one sweep: ({source: success per epoch [S, E]}, the
-  number of members that diverged).
+  """Fine-tuning from each source's logits [S, ...], all sources and seeds
+  one sweep: ({source: score per epoch [S, E]}, the number of members that
+  diverged). "rooms": MATRPO, the score the epoch's mean return over
+  `max_return`; "team_far_room": REINFORCE on the team task, the score its
+  success.
 
-  The state carries the success curve, so a resumed run returns all of it.
+  The state carries the score curve, so a resumed run returns all of it.
   """
   f = config.finetune
-  goal = jnp.asarray(rl.grid.right_room(grid))
   seeds, sources = config.seeds, list(start_logits)
   starts = jnp.asarray(np.stack([start_logits[s] for s in sources]))
   names = [f"finetune_{s}/seed{r}" for s in sources for r in range(seeds)]
@@ -123,24 +165,10 @@ def finetune(config, grid, start_logits: dict, workdir: str):
     names, source=range(len(sources)), seed=range(seeds)
   )
 
-  def init_one(key, setting):
-    del key
-    return {
-      "logits": starts[setting["source"], setting["seed"]],
-      "curve": jnp.zeros((f.epochs,), jnp.float32),
-    }
-
-  def step_one(state, batch, key, step, setting):
-    del batch
-    key = jax.random.fold_in(rng.stream(key, "reinforce"), setting["seed"])
-    new, success = rl.trpe.reinforce_epoch(
-      grid, state["logits"], key, goal, f.trajectories, config.horizon, f.lr
-    )
-    curve = state["curve"].at[step].set(success)
-    return {"logits": new, "curve": curve}, {
-      "success": success,
-      "loss": -success,
-    }
+  if config.task == "rooms":
+    init_one, step_one = _matrpo_member(config, grid, starts)
+  else:
+    init_one, step_one = _reinforce_member(config, grid, starts)
 
   result = train_lib.run_sweep(
     init_one,
@@ -154,17 +182,96 @@ def finetune(config, grid, start_logits: dict, workdir: str):
   return dict(zip(sources, curves)), int(result.diverged.sum())
 
 
+def _reinforce_member(config, grid, starts):
+  """(init, step) of one "team_far_room" member: REINFORCE on the team task."""
+  f = config.finetune
+  goal = jnp.asarray(rl.grid.right_room(grid))
+
+  def init_one(key, setting):
+    del key
+    return {
+      "logits": starts[setting["source"], setting["seed"]],
+      "curve": jnp.zeros((f.epochs,), jnp.float32),
+    }
+
+  def step_one(state, batch, key, step, setting):
+    del batch
+    key = jax.random.fold_in(rng.stream(key, "reinforce"), setting["seed"])
+    new, success = rl.trpe.reinforce_epoch(
+      grid, state["logits"], key, goal, f.trajectories, f.horizon, f.lr
+    )
+    curve = state["curve"].at[step].set(success)
+    return {"logits": new, "curve": curve}, {
+      "success": success,
+      "loss": -success,
+    }
+
+  return init_one, step_one
+
+
+def _matrpo_member(config, grid, starts):
+  """(init, step) of one "rooms" member: MATRPO on the goal reward."""
+  mcfg = matrpo_config(config)
+  scale = 1.0 / max_return(config, grid)
+  epochs = config.finetune.epochs
+
+  def init_one(key, setting):
+    del key
+    logits = starts[setting["source"], setting["seed"]]
+    return {
+      "matrpo": rl.matrpo.init_state(logits, mcfg),
+      "curve": jnp.zeros((epochs,), jnp.float32),
+    }
+
+  def step_one(state, batch, key, step, setting):
+    del batch
+    key = jax.random.fold_in(rng.stream(key, "matrpo"), setting["seed"])
+    new, m = rl.matrpo.epoch(grid, mcfg, state["matrpo"], key)
+    score = m["return"] * scale
+    curve = state["curve"].at[step].set(score)
+    return {"matrpo": new, "curve": curve}, {
+      "score": score,
+      "accepted": m["accepted"],
+      "loss": -score,
+    }
+
+  return init_one, step_one
+
+
 def evaluator(config, grid):
   """A jitted (logits [S, ...], key) -> per seed: entropies, coverage,
-  zero-shot success; pooled visitation. One program for every source."""
-  goal = jnp.asarray(rl.grid.right_room(grid))
+  zero-shot score; pooled visitation. One program for every source.
+
+  Entropies and coverage are of `eval_trajectories` episodes of the
+  pretraining horizon; the zero-shot score of as many episodes of the
+  fine-tuning's ("rooms": their mean return over `max_return`; a key of their
+  own, fold_in(k, 1)) or of the same episodes ("team_far_room": the team
+  success, its fine-tuning horizon being the pretraining's)."""
   free = jnp.asarray(grid.free_cells())
   tcfg = rl.trpe.TRPEConfig(
     trajectories=config.eval_trajectories, horizon=config.horizon
   )
+  if config.task == "rooms":
+    dcfg = rl.trpe.TRPEConfig(
+      trajectories=config.eval_trajectories, horizon=config.finetune.horizon
+    )
+    scale = 1.0 / max_return(config, grid)
+
+    def zero_shot(lg, k, cells):
+      del cells
+      states, _ = rl.trpe.sample(grid, lg, jax.random.fold_in(k, 1), dcfg)
+      r = grid.rewards(grid.positions(states[:, 1:]))  # [N, T]
+      return jnp.mean(jnp.sum(r, axis=1)) * scale
+  else:
+    goal = jnp.asarray(rl.grid.right_room(grid))
+
+    def zero_shot(lg, k, cells):
+      del lg, k
+      return jnp.mean(rl.trpe.team_success(cells, goal))
 
   def one(lg, k):
-    cells, _ = rl.trpe.sample(grid, lg, k, tcfg)  # [N, T+1, n]
+    states, _ = rl.trpe.sample(grid, lg, k, tcfg)  # [N, T+1, n]
+    cells = grid.positions(states)
     ent = jax.vmap(rl.entropy.trajectory_entropies)(cells)
     visits = jax.vmap(
       lambda c: jnp.zeros(grid.num_cells).at[c.reshape(-1)].add(1.0)
@@ -175,7 +282,7 @@ def evaluator(config, grid):
       "mixture_entropy": jnp.mean(ent["mixture"]),
       "agent_entropy": jnp.mean(ent["agents"]),
       "coverage": jnp.mean(coverage),
-      "zero_shot_success": jnp.mean(rl.trpe.team_success(cells, goal)),
+      "zero_shot": zero_shot(lg, k, cells),
       "visits": jnp.sum(visits, axis=0),
     }
 
@@ -191,7 +298,7 @@ def evaluator(config, grid):
 
 
 def finetune_gain(curves) -> np.ndarray:
-  """Per seed: the mean success of the last eighth of the fine-tuning epochs
+  """Per seed: the mean score of the last eighth of the fine-tuning epochs
   minus that of the first eighth (at least one epoch each); curves [S, E]."""
   curves = np.asarray(curves)
   k = max(1, curves.shape[-1] // 8)
@@ -220,21 +327,17 @@ def run(config, workdir) -> dict:
       config, grid, logits, os.path.join(workdir, "finetune")
     )
 
+  score = SCORE[config.task]
   results = {"sources": {}}
   for name in sources:
     e = ev[name]
     auc = curves[name].mean(axis=1)
     results["sources"][name] = {
       k: stats.band(e[k])
-      for k in (
-        "joint_entropy",
-        "mixture_entropy",
-        "agent_entropy",
-        "coverage",
-        "zero_shot_success",
-      )
+      for k in ("joint_entropy", "mixture_entropy", "agent_entropy", "coverage")
     }
-    results["sources"][name]["finetune_success_auc"] = stats.band(auc)
+    results["sources"][name][f"zero_shot_{score}"] = stats.band(e["zero_shot"])
+    results["sources"][name][f"finetune_{score}_auc"] = stats.band(auc)
     results["sources"][name]["finetune_gain"] = stats.band(
       finetune_gain(curves[name])
     )
@@ -249,16 +352,16 @@ def run(config, workdir) -> dict:
     # Mixture against each other source, paired by seed.
     others = [s for s in sources if s != "mixture"]
     auc = {s: curves[s].mean(axis=1) for s in sources}
-    for key, score in (
+    for key, by_source in (
       ("coverage", {s: ev[s]["coverage"] for s in sources}),
       ("finetune", auc),
-      ("zero_shot", {s: ev[s]["zero_shot_success"] for s in sources}),
+      ("zero_shot", {s: ev[s]["zero_shot"] for s in sources}),
     ):
       results[f"mixture_vs_others_{key}"] = stats.against_each(
-        score["mixture"], {s: score[s] for s in others}
+        by_source["mixture"], {s: by_source[s] for s in others}
       )
-  # Whether fine-tuning learns at all: where no source's success moves, the
-  # area under the curve is the zero-shot success under another name.
+  # Whether fine-tuning learns at all: where no source's score moves, the
+  # area under the curve is the zero-shot score under another name.
   results["finetune_largest_gain"] = float(
     max(results["sources"][s]["finetune_gain"]["mean"] for s in sources)
   )
@@ -267,6 +370,7 @@ def run(config, workdir) -> dict:
     and diverged == diverged_ft == 0
   )
   results["setting"] = {
+    "task": config.task,
     "size": config.size,
     "horizon": config.horizon,
     "epochs": config.epochs,
@@ -282,15 +386,15 @@ def run(config, workdir) -> dict:
       r["coverage"]["mean"],
       r["mixture_entropy"]["mean"],
       r["joint_entropy"]["mean"],
-      r["zero_shot_success"]["mean"],
-      r["finetune_success_auc"]["mean"],
+      r[f"zero_shot_{score}"]["mean"],
+      r[f"finetune_{score}_auc"]["mean"],
     )
   train_lib.write_results(workdir, results)
-  train_lib.draw_figure(figures, workdir, grid, sources, ev, results)
+  train_lib.draw_figure(figures, workdir, config, grid, sources, ev, results)
   return results
 
 
-def figures(workdir, grid, sources, ev, results) -> None:
+def figures(workdir, config, grid, sources, ev, results) -> None:
   from experiments._plot import plt
 
   h, w = grid.shape
@@ -309,11 +413,15 @@ def figures(workdir, grid, sources, ev, results) -> None:
   fig, ax = plt.subplots(figsize=(5, 3.4))
   for name in sources:
     ax.plot(results["sources"][name]["finetune_curve"], label=name)
-  ax.set(
-    xlabel="REINFORCE epoch",
-    ylabel="team success",
-    title="downstream: both agents in the far room",
-  )
+  if config.task == "rooms":
+    labels = ("MATRPO epoch", "return / largest return", "downstream: the goal")
+  else:
+    labels = (
+      "REINFORCE epoch",
+      "team success",
+      "downstream: both agents in the far room",
+    )
+  ax.set(xlabel=labels[0], ylabel=labels[1], title=labels[2])
   ax.legend(fontsize=7)
   fig.tight_layout()
   train_lib.save_figure(fig, os.path.join(workdir, "finetune.png"), dpi=120)

@@ -7,7 +7,10 @@ agents' cell ids [n] (cell = row * W + col). `reset` and `step` are pure and
 deterministic (`key` is accepted for the gymnax signature), so episodes vmap.
 
 `two_rooms` builds the TRPE spec's minimal world: a size x size grid split by
-a vertical wall with a one-cell door.
+a vertical wall with a one-cell door (always open). `rooms` builds the
+official Rooms (`SwitchRooms`): the door opens only while an agent stands by
+a switch, each agent observes its own cell and the door's state, and a goal
+region pays a reward per agent and step.
 
 Reference: Zamboni, Mutti, Restelli, "Towards Principled Unsupervised
 Multi-Agent Reinforcement Learning", NeurIPS 2025 (arXiv 2502.08365);
@@ -61,6 +64,15 @@ class Grid:
   def num_agents(self) -> int:
     return len(self.starts)
 
+  @property
+  def num_states(self) -> int:
+    """An agent's policy states: its cell."""
+    return self.num_cells
+
+  def positions(self, states):
+    """Cells of policy states (here the same)."""
+    return states
+
   def free_cells(self) -> np.ndarray:
     """[H*W] bool: cells that are not walls."""
     return ~np.asarray(self.walls, bool).ravel()
@@ -98,6 +110,108 @@ def right_room(grid: Grid) -> np.ndarray:
   return grid.free_cells() & (cols > w // 2)
 
 
+@dataclasses.dataclass(frozen=True)
+class SwitchRooms:
+  """The official Rooms world (RiccZamboni/mepol, multi_agent,
+  src/envs/rooms.py, `Rooms`).
+
+  `grid` holds the walls with the door open; `door` [H*W] the cells that are
+  wall while it is closed, `switch` the cells that open it (within 1.5 door
+  radii of a switch), `goal` the cells that pay (within 1.5 goal radii of the
+  goal). The door starts closed; after every step it is open exactly while
+  some agent stands on a switch cell, and a move uses the door's state before
+  the step (the official `step` moves the agents, then updates the door). An
+  agent's policy state is (door, cell): state = door * H*W + cell, as the
+  official decentralised policies read (x, y, door_open). A step pays
+  `goal_reward` per agent on a goal cell.
+  """
+
+  grid: Grid
+  door: np.ndarray
+  switch: np.ndarray
+  goal: np.ndarray
+  goal_reward: float = 100.0
+
+  @property
+  def shape(self):
+    return self.grid.shape
+
+  @property
+  def walls(self):
+    return self.grid.walls
+
+  @property
+  def starts(self):
+    return self.grid.starts
+
+  @property
+  def num_cells(self) -> int:
+    return self.grid.num_cells
+
+  @property
+  def num_agents(self) -> int:
+    return self.grid.num_agents
+
+  @property
+  def num_states(self) -> int:
+    """An agent's policy states: (door closed / open) x cells."""
+    return 2 * self.grid.num_cells
+
+  def free_cells(self) -> np.ndarray:
+    """[H*W] bool: cells an agent can stand on (door cells included)."""
+    return self.grid.free_cells()
+
+  def positions(self, states):
+    """Cells of policy states (the door's state dropped)."""
+    return states % self.grid.num_cells
+
+  def closed_table(self) -> np.ndarray:
+    """`transition_table` with the door closed."""
+    walls = np.asarray(self.grid.walls, bool) | self.door.reshape(self.shape)
+    return Grid(walls, self.grid.starts).transition_table()
+
+  def rewards(self, states) -> jax.Array:
+    """The reward of arriving in states [..., n]: goal_reward per agent on a
+    goal cell, summed over the agents [...]."""
+    on_goal = jnp.asarray(self.goal)[self.positions(states)]
+    return self.goal_reward * jnp.sum(on_goal, axis=-1).astype(jnp.float32)
+
+
+def rooms(size: int = 10, starts=None) -> SwitchRooms:
+  """The official Rooms at grid_size `size` (its experiments use 10).
+
+  In the official (x, y) = (column, row): a wall down column size // 2; the
+  door at (size // 2, size // 2) with radius r = size // 10 opens rows
+  size // 2 - r .. size // 2 + r of that column; switches at
+  (r, int(0.8 size)) and (int(0.8 size), r); the goal at
+  (int(0.8 size), int(0.8 size)); agents start at (1 + r, 1 + r) and (r, r).
+  A switch or the goal is reached within Euclidean distance 1.5 r.
+  `starts` ((row, col) per agent) replaces the official starts.
+  """
+  errors.check(
+    size >= 10, errors.ConfigError, f"rooms needs size >= 10, got {size}"
+  )
+  r = size // 10
+  mid = size // 2
+  walls = np.zeros((size, size), bool)
+  walls[:, mid] = True
+  door = np.zeros((size, size), bool)
+  door[mid - r : mid + r + 1, mid] = True
+  walls &= ~door
+  rows, cols = np.mgrid[:size, :size]
+
+  def near(x, y):  # official (x, y) = (column, row)
+    return np.sqrt((cols - x) ** 2 + (rows - y) ** 2) <= 1.5 * r
+
+  far = int(size * 0.8)
+  switch = (near(r, far) | near(far, r)) & ~walls & ~door
+  goal = near(far, far) & ~walls
+  if starts is None:
+    starts = ((1 + r, 1 + r), (r, r))
+  grid = Grid(walls, tuple(tuple(x) for x in starts))
+  return SwitchRooms(grid, door.ravel(), switch.ravel(), goal.ravel())
+
+
 def reset(grid: Grid, key=None) -> jax.Array:
   """The agents' start cells [n]."""
   del key
@@ -111,18 +225,20 @@ def step(table: jax.Array, cells: jax.Array, actions: jax.Array, key=None):
   return table[cells, actions]
 
 
-def rollout(grid: Grid, logits: jax.Array, key: jax.Array, horizon: int):
-  """One episode of tabular softmax policies.
+def rollout(grid, logits: jax.Array, key: jax.Array, horizon: int):
+  """One episode of tabular softmax policies on a `Grid` or `SwitchRooms`.
 
   Args:
-    logits: [n, H*W, 4] per-agent action logits of each own cell.
+    logits: [n, S, 4] per-agent action logits of each own policy state
+      (S = grid.num_states: the cell, or (door, cell) in `SwitchRooms`).
     horizon: steps (>= 1).
 
   Returns:
-    (cells [horizon + 1, n] including the start, actions [horizon, n]).
+    (states [horizon + 1, n] including the start, actions [horizon, n]);
+    `grid.positions(states)` are the cells.
 
   Raises:
-    ConfigError: horizon < 1. ShapeError: logits not [n, H*W, 4] (another
+    ConfigError: horizon < 1. ShapeError: logits not [n, S, 4] (another
       grid's or agent count's logits would be indexed out of range, which
       JAX clamps silently).
   """
@@ -130,13 +246,15 @@ def rollout(grid: Grid, logits: jax.Array, key: jax.Array, horizon: int):
     horizon >= 1, errors.ConfigError, f"horizon must be >= 1, got {horizon}"
   )
   n = grid.num_agents
-  want = (n, grid.num_cells, NUM_ACTIONS)
+  want = (n, grid.num_states, NUM_ACTIONS)
   errors.check(
     tuple(jnp.shape(logits)) == want,
     errors.ShapeError,
-    f"logits must be [agents, cells, actions] = {list(want)} for this grid, "
-    f"got {list(jnp.shape(logits))}",
+    f"logits must be [agents, states, actions] = {list(want)} for this "
+    f"grid, got {list(jnp.shape(logits))}",
   )
+  if isinstance(grid, SwitchRooms):
+    return _rooms_rollout(grid, logits, key, horizon)
   table = jnp.asarray(grid.transition_table())
   start = reset(grid)
 
@@ -149,3 +267,36 @@ def rollout(grid: Grid, logits: jax.Array, key: jax.Array, horizon: int):
     body, start, jax.random.split(key, horizon)
   )
   return jnp.concatenate([start[None], cells]), actions
+
+
+def rooms_step(env: SwitchRooms, tables, cells, door, actions):
+  """One step of the Rooms: (next cells [n], next door state) from cells,
+  the door's state (0 closed, 1 open) and actions [n]; `tables` is
+  `rooms_tables(env)`. The agents move with the door as it was; then the door
+  is open iff some agent stands on a switch cell."""
+  nxt = tables[door, cells, actions]
+  return nxt, jnp.any(jnp.asarray(env.switch)[nxt]).astype(jnp.int32)
+
+
+def rooms_tables(env: SwitchRooms) -> jax.Array:
+  """[2, H*W, 4]: the transition tables with the door closed, open."""
+  return jnp.stack(
+    [jnp.asarray(env.closed_table()), jnp.asarray(env.grid.transition_table())]
+  )
+
+
+def _rooms_rollout(env: SwitchRooms, logits, key, horizon):
+  n, c = env.num_agents, env.num_cells
+  tables = rooms_tables(env)
+  start = reset(env.grid)  # the door starts closed, no agent on a switch
+
+  def body(carry, k):
+    cells, door = carry
+    a = jax.random.categorical(k, logits[jnp.arange(n), door * c + cells])
+    nxt, door = rooms_step(env, tables, cells, door, a)
+    return (nxt, door), (door * c + nxt, a)
+
+  _, (states, actions) = jax.lax.scan(
+    body, (start, jnp.zeros((), jnp.int32)), jax.random.split(key, horizon)
+  )
+  return jnp.concatenate([start[None], states]), actions

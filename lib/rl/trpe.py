@@ -16,7 +16,10 @@ src/algorithms/trpe.py). Per epoch:
    region, by one of two rules (`TRPEConfig.trust_region`, below).
 4. pi_b <- pi.
 
-Policies are decentralised: agent i's logits [S, 4] of its own cell.
+Policies are decentralised: agent i's logits [S, 4] of its own policy state
+(its cell on a `grid.Grid`; its cell and the door's state on the official
+Rooms, `grid.SwitchRooms`); the entropies are of the cells alone, as the
+official distributions (x, y) are.
 
 trust_region="official" (the default, `official_epoch`) follows the
 official `trpe` (src/algorithms/trpe.py at 33387192; its main loop and
@@ -120,7 +123,7 @@ class TRPEConfig:
 
 def init(grid: grid_lib.Grid) -> jax.Array:
   """Zero logits [n, S, 4]: the uniform policy (entropy log 4), as the code."""
-  return jnp.zeros((grid.num_agents, grid.num_cells, grid_lib.NUM_ACTIONS))
+  return jnp.zeros((grid.num_agents, grid.num_states, grid_lib.NUM_ACTIONS))
 
 
 def log_probs(logits, cells, actions):
@@ -191,7 +194,7 @@ def joint_epoch(grid, config: TRPEConfig, logits_b, key):
   surrogate); only a non-finite step halves the rate.
   """
   cells, actions = sample(grid, logits_b, key, config)
-  values = objective_values(cells, config.objective)
+  values = objective_values(grid.positions(cells), config.objective)
   tx = optax.scale_by_adam()
   grad_fn = jax.grad(surrogate)
 
@@ -228,7 +231,7 @@ def joint_epoch(grid, config: TRPEConfig, logits_b, key):
   )
   iters, logits, _, _, _, _ = jax.lax.while_loop(cond, body, c0)
   metrics = {
-    **_entropy_metrics(cells),
+    **_entropy_metrics(grid.positions(cells)),
     "kl": jnp.max(mean_kl(logits_b, logits, cells)),
     "off_iters": iters,
     "loss": -jnp.mean(values),
@@ -364,7 +367,7 @@ def official_epoch(grid, config: TRPEConfig, state: State, key):
   """
   logits_b = state.logits
   cells, actions = sample(grid, logits_b, key, config)
-  values = objective_values(cells[:, :-1], config.objective)
+  values = objective_values(grid.positions(cells[:, :-1]), config.objective)
   c = official_loop(
     lambda lg: jax.value_and_grad(surrogate)(
       lg, logits_b, cells, actions, values
@@ -377,7 +380,7 @@ def official_epoch(grid, config: TRPEConfig, state: State, key):
   )
   logits = c["logits"]
   metrics = {
-    **_entropy_metrics(cells),
+    **_entropy_metrics(grid.positions(cells)),
     # The largest agent's per-state mean KL, as `joint_epoch` reports it,
     # and in the official units.
     "kl": jnp.max(mean_kl(logits_b, logits, cells)),
