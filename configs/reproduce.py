@@ -1,6 +1,6 @@
 r"""The reproduce report: run every registered paper claim at its quick scale.
 
-Run (the main job; 20-22 min for all quick runs on a fresh clone, 2-core CPU):
+Run (the main job; 22-25 min for all quick runs on a fresh clone, 2-core CPU):
   python -m experiments.reproduce --config configs/reproduce.py --workdir runs/reproduce
 A subset: --config configs/reproduce.py:only=simplicity_bias (claim names or paper labels,
 separated by '+'). ':quick' is the default tier; ':smoke' runs each experiment's smoke variant (seconds; used by tests).
@@ -56,7 +56,7 @@ def get_config(arg=None):
     hns_advection=69,
     dpo_diversity=66,
     bench_cdflow=55,
-    trpe=150,
+    trpe=180,
     qblr=49,
     mix=46,
     nanoadam_finetune=26,
