@@ -252,14 +252,17 @@ def evaluator(config, grid):
     trajectories=config.eval_trajectories, horizon=config.horizon
   )
   if config.task == "rooms":
-    dcfg = rl.trpe.TRPEConfig(
-      trajectories=config.eval_trajectories, horizon=config.finetune.horizon
-    )
     scale = 1.0 / max_return(config, grid)
 
     def zero_shot(lg, k, cells):
       del cells
-      states, _ = rl.trpe.sample(grid, lg, jax.random.fold_in(k, 1), dcfg)
+      states, _ = rl.grid.rollouts(
+        grid,
+        lg,
+        jax.random.fold_in(k, 1),
+        config.eval_trajectories,
+        config.finetune.horizon,
+      )
       r = grid.rewards(grid.positions(states[:, 1:]))  # [N, T]
       return jnp.mean(jnp.sum(r, axis=1)) * scale
   else:

@@ -269,6 +269,13 @@ def rollout(grid, logits: jax.Array, key: jax.Array, horizon: int):
   return jnp.concatenate([start[None], cells]), actions
 
 
+def rollouts(grid, logits, key, trajectories: int, horizon: int):
+  """`trajectories` episodes of `rollout`, one key each (split from key):
+  (states [N, horizon + 1, n], actions [N, horizon, n])."""
+  keys = jax.random.split(key, trajectories)
+  return jax.vmap(lambda k: rollout(grid, logits, k, horizon))(keys)
+
+
 def rooms_step(env: SwitchRooms, tables, cells, door, actions):
   """One step of the Rooms: (next cells [n], next door state) from cells,
   the door's state (0 closed, 1 open) and actions [n]; `tables` is

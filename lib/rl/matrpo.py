@@ -210,20 +210,14 @@ def _critic_update(values, opt, states, targets, key, config: MATRPOConfig):
   return values, opt
 
 
-def sample(env, logits, key, config: MATRPOConfig):
-  """N trajectories: states [N, T+1, n], actions [N, T, n]."""
-  keys = jax.random.split(key, config.trajectories)
-  return jax.vmap(lambda k: grid_lib.rollout(env, logits, k, config.horizon))(
-    keys
-  )
-
-
 def epoch(env: grid_lib.SwitchRooms, config: MATRPOConfig, state: State, key):
   """One MATRPO epoch on `env` (its `rewards`); returns (State, metrics):
   `return` (the mean return of the epoch's trajectories, before the
   update), `accepted` (agents whose step was taken), `backtracks`."""
   k_roll, k_critic = jax.random.split(key)
-  states, actions = sample(env, state.logits, k_roll, config)
+  states, actions = grid_lib.rollouts(
+    env, state.logits, k_roll, config.trajectories, config.horizon
+  )
   rewards = env.rewards(env.positions(states[:, 1:]))  # [N, T]
   n = state.logits.shape[0]
 

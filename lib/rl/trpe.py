@@ -169,9 +169,8 @@ def surrogate(logits, logits_b, cells, actions, values):
 
 def sample(grid, logits, key, config: TRPEConfig):
   """N trajectories: cells [N, H+1, n], actions [N, H, n]."""
-  keys = jax.random.split(key, config.trajectories)
-  return jax.vmap(lambda k: grid_lib.rollout(grid, logits, k, config.horizon))(
-    keys
+  return grid_lib.rollouts(
+    grid, logits, key, config.trajectories, config.horizon
   )
 
 
