@@ -1,7 +1,8 @@
 """Claims of "The Quotient Bayesian Learning Rule" (NeurIPS 2025).
 
-The VI rows compare QBLR with every baseline the experiment runs (BBVI and the
-Gaussian BLR), each tuned on the same 3-point step-size grid by final training
+The VI rows read QBLR on the paper's Normal-Wishart lift ("qng_nw") and
+compare it with every baseline the experiment runs (BBVI and the Gaussian
+BLR), each tuned on the same 3-point step-size grid by final training
 ELBO; differences are paired per split with a 95% t interval, and a row holds
 only when the whole interval passes its check.
 """
@@ -15,25 +16,28 @@ CLAIMS = [
   Claim(
     name="qblr_vi_accuracy",
     claim=(
-      "QBLR (Student-t VI via the Normal-Gamma lift) reaches high posterior-mean "
-      "test accuracy for Bayesian logistic regression on breast cancer."
+      "QBLR (a full-covariance Student-t through the Normal-Wishart lift) "
+      "reaches high posterior-mean test accuracy for Bayesian logistic "
+      "regression on breast cancer."
     ),
     paper_value="0.9711 (NG-Ours, Normal-Wishart lift)",
     comparator="threshold 0.96 (paper's NG-Ours 0.9711)",
-    metric="vi.qng.acc_mean",
+    metric="vi.qng_nw.acc_mean",
     check=">= 0.96",
-    interval=("vi.qng.acc_mean_lo", "vi.qng.acc_mean_hi"),
-    samples="vi.qng.acc_mean_per_split",
+    interval=("vi.qng_nw.acc_mean_lo", "vi.qng_nw.acc_mean_hi"),
+    samples="vi.qng_nw.acc_mean_per_split",
     count_key="vi.num_splits",
     sample_unit="splits",
     fmt="{:.4f}",
     figures=("vi_elbo.png",),
-    note="Ours: mean-field Normal-Gamma lift, constant step chosen from "
-    "(0.0025, 0.005, 0.01) on training ELBO, 2000 full-batch steps, 5 "
-    "splits; band: 95% t interval over splits. The threshold tells the "
-    "setup is accurate, not that QBLR is: MAP logistic regression under "
-    "the same prior reaches `vi.map.acc_mean` on the same splits (0.977 at "
-    "quick scale), and one test tumour is 0.009 of accuracy.",
+    note="Ours: the Normal-Wishart lift of the paper's NG-Ours (d = 31 with "
+    "the bias), constant step chosen from (0.02, 0.05, 0.1) on training "
+    "ELBO (the paper: RDoG), 2000 full-batch steps, 5 splits; band: 95% t "
+    "interval over splits. The threshold tells the setup is accurate, not "
+    "that QBLR is: MAP logistic regression under the same prior reaches "
+    "`vi.map.acc_mean` on the same splits (0.977 at quick scale), and one "
+    "test tumour is 0.009 of accuracy. The mean-field Normal-Gamma QBLR "
+    "(the claims' method until 2026-12-06) is `vi.qng`.",
     **_COMMON,
   ),
   Claim(
@@ -45,25 +49,62 @@ CLAIMS = [
     paper_value="0.9711 vs 0.9314 (+0.0397)",
     comparator=(
       "strongest of BBVI (STL, Adam) and Gaussian BLR (VON), each tuned on "
-      "a 3-point grid by training ELBO (name in vi.best_baseline)"
+      "a 3-point grid by training ELBO (name in vi.qng_nw_best_baseline)"
     ),
-    comparator_diverged="vi.baselines_finite_fraction",
-    metric="vi.qng_minus_best_baseline",
+    comparator_diverged="vi.qng_nw_baselines_finite_fraction",
+    metric="vi.qng_nw_minus_best_baseline",
     check="> 0",
-    interval=("vi.qng_minus_best_baseline_lo", "vi.qng_minus_best_baseline_hi"),
-    samples="vi.paired.*.by_split",
+    interval=(
+      "vi.qng_nw_minus_best_baseline_lo",
+      "vi.qng_nw_minus_best_baseline_hi",
+    ),
+    samples="vi.qng_nw_paired.*.by_split",
     count_key="vi.num_splits",
     sample_unit="splits",
     fmt="{:+.4f}",
     figures=("vi_elbo.png",),
-    note="Paired per-split differences, 95% t interval; the band's low end is "
-    "the lowest over all baselines, so a yes holds against each of them. The "
+    note="QBLR on the Normal-Wishart lift (the paper's NG-Ours). Paired "
+    "per-split differences, 95% t interval; the band's low end is the "
+    "lowest over all baselines, so a yes holds against each of them. The "
     "paper's gap comes with BBVI-NS collapsing (entropy 0); our BBVI (STL) "
-    "does not collapse. Per-baseline numbers in vi.paired. The quotient "
-    "projection is inactive here: the reparameterised ELBO of project(lambda) "
-    "is constant along the fibres, so its natural gradient is already "
-    "horizontal (spec C.5; with and without the projection the runs agree "
-    "to 4e-14), and QNG is the lifted natural gradient.",
+    "does not collapse, and every method sits near MAP's accuracy. "
+    "Per-baseline numbers in vi.qng_nw_paired; the mean-field QBLR's in "
+    "vi.paired (vi.qng_minus_best_baseline). The quotient projection is "
+    "inactive here: the reparameterised ELBO of pi(lambda) is constant "
+    "along the fibres, so its natural gradient is already horizontal (spec "
+    "C.5; the paper's §5 says its own estimator depends on (Psi, kappa) "
+    "only through quotient invariants), and QNG is the lifted natural "
+    "gradient.",
+    **_COMMON,
+  ),
+  Claim(
+    name="qblr_vi_elbo_beats_baselines",
+    claim=(
+      "QBLR attains higher-quality solutions than the baselines: a higher "
+      "training ELBO (a tighter bound, so a posterior closer in KL)."
+    ),
+    paper_value=NO_PAPER_VALUE,
+    comparator=(
+      "strongest of BBVI (STL, Adam) and Gaussian BLR (VON) by final "
+      "training ELBO (name in vi.qng_nw_elbo_best_baseline)"
+    ),
+    comparator_diverged="vi.qng_nw_elbo_baselines_finite_fraction",
+    metric="vi.qng_nw_elbo_minus_best_baseline",
+    check="> 0",
+    interval=(
+      "vi.qng_nw_elbo_minus_best_baseline_lo",
+      "vi.qng_nw_elbo_minus_best_baseline_hi",
+    ),
+    samples="vi.qng_nw_elbo_paired.*.by_split",
+    count_key="vi.num_splits",
+    sample_unit="splits",
+    fmt="{:+.2f}",
+    figures=("vi_elbo.png",),
+    note="Nats, the MC ELBO of each split's selected run on 200 common draws, "
+    "paired per split. The families differ: QBLR's is a full-covariance "
+    "Student-t, the baselines' are mean-field (a Gaussian, a Student-t), "
+    "so the row measures the lift's family as much as its optimiser; the "
+    "mean-field QBLR's ELBO gap is vi.qng_elbo_minus_best_baseline.",
     **_COMMON,
   ),
   Claim(

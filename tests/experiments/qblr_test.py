@@ -87,7 +87,7 @@ def test_smoke_run(tmp_path):
     expected = -1 if bad[-1] == 60 else int(bad[-1] + 1)
     assert iters == expected, name
   vi = r["vi"]
-  for name in ("qng", "blr_gauss"):
+  for name in ("qng_nw", "qng", "blr_gauss"):
     assert 0.85 <= vi[name]["acc_mean"] <= 1.0, name
     assert vi[name]["selected"] in vi[name]["grid"]
     elbos = {k: v["elbo"] for k, v in vi[name]["grid"].items()}
@@ -105,6 +105,17 @@ def test_smoke_run(tmp_path):
   assert len(vi["map"]["acc_mean_per_split"]) == len(
     vi["qng"]["acc_mean_per_split"]
   )
+  # The Normal-Wishart QBLR against the same baseline, in accuracy and in
+  # the training ELBO, each paired per split.
+  for metric, stem in (("acc_mean", ""), ("elbo", "_elbo")):
+    diff = np.subtract(
+      vi["qng_nw"][f"{metric}_per_split"],
+      vi["blr_gauss"][f"{metric}_per_split"],
+    )
+    nw_paired = vi[f"qng_nw{stem}_paired"]["blr_gauss"]
+    assert nw_paired["mean"] == pytest.approx(diff.mean())
+    assert vi[f"qng_nw{stem}_minus_best_baseline"] == nw_paired["mean"]
+  assert vi["qng_nw"]["rejected"] == 0
   vi_rows = train_lib.read_jsonl(os.path.join(workdir, "vi", "qng"))
   runs = {row["run"] for row in vi_rows}
   assert len(runs) == 3 * 2 and "vi/qng/lr0.01/split1" in runs
