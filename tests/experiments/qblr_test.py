@@ -116,6 +116,14 @@ def test_smoke_run(tmp_path):
     assert nw_paired["mean"] == pytest.approx(diff.mean())
     assert vi[f"qng_nw{stem}_minus_best_baseline"] == nw_paired["mean"]
   assert vi["qng_nw"]["rejected"] == 0
+  # Iterations to each baseline's final ELBO: the worst ratio per split is
+  # the larger of the baselines' (one here), its geometric mean the metric.
+  it = vi["qng_nw_iterations"]
+  ratios = it["by_baseline"]["blr_gauss"]["ratio_per_split"]
+  assert it["worst_ratio_per_split"] == ratios
+  if np.all(np.isfinite(ratios)):
+    assert it["ratio"] == pytest.approx(np.exp(np.mean(np.log(ratios))))
+    assert it["ratio_lo"] <= it["ratio"] <= it["ratio_hi"]
   vi_rows = train_lib.read_jsonl(os.path.join(workdir, "vi", "qng"))
   runs = {row["run"] for row in vi_rows}
   assert len(runs) == 3 * 2 and "vi/qng/lr0.01/split1" in runs
@@ -124,3 +132,35 @@ def test_smoke_run(tmp_path):
   for fig in r["figures"]:
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
   helpers.check_claim_keys("qblr", workdir)
+
+
+def test_steps_to_reach_is_the_first_logged_step_at_or_above_the_target():
+  steps = [50, 100, 150, 200]
+  curves = np.array([[1.0, 5.0], [3.0, 4.0], [2.0, 6.0], [4.0, 7.0]])
+  got = qblr.steps_to_reach(steps, curves, np.array([3.0, 8.0]))
+  np.testing.assert_array_equal(got, [100.0, np.inf])
+  got = qblr.steps_to_reach(steps, curves, np.array([0.0, 6.0]))
+  np.testing.assert_array_equal(got, [50.0, 150.0])
+
+
+def test_iterations_ratio_against_the_slowest_baseline():
+  """Hand-made ELBO curves: ours reaches a's end (less 1 nat) at step 2 and
+  b's at step 3; a needs 4 steps to get there, b 3."""
+  steps = np.array([1, 2, 3, 4])
+  col = lambda *v: np.array(v, float)[:, None]
+  curves = {
+    "qng_nw": (steps, col(0.0, 9.0, 10.0, 10.0)),
+    "bbvi": (steps, col(0.0, 1.0, 2.0, 10.0)),
+    "blr_gauss": (steps, col(0.0, 1.0, 10.0, 10.5)),
+  }
+  config = config_lib.get_config("quick,smoke")
+  out = qblr._iterations(curves, config.vi)["qng_nw_iterations"]
+  by = out["by_baseline"]
+  assert by["bbvi"]["steps"] == [2.0] and by["bbvi"]["baseline_steps"] == [4.0]
+  assert by["blr_gauss"]["steps"] == [3.0]
+  assert by["blr_gauss"]["baseline_steps"] == [3.0]
+  assert out["worst_ratio_per_split"] == [1.0]
+  # Never reaching a baseline's ELBO is an infinite ratio, not a skipped one.
+  curves["qng_nw"] = (steps, col(0.0, 1.0, 1.0, 1.0))
+  out = qblr._iterations(curves, config.vi)["qng_nw_iterations"]
+  assert out["ratio"] == np.inf and out["worst_ratio_per_split"] == [np.inf]
