@@ -67,7 +67,9 @@ def get_config(arg=None):
     sigma2_0=0.1,
     nu0=10.0,
     kappa0=1.0,
-    qng_rdog=False,  # True: RDoG step sizes (no grid) instead of qng_lrs
+    # True: RDoG step sizes (no grid) instead of qng_lrs, for the mean-field
+    # "qng" (qng_nw keeps its grid).
+    qng_rdog=False,
     # QNG's and the Gaussian BLR's grids were (0.02, 0.05, 0.1) until
     # 2026-12-05: both picked 0.02, the grid's edge, where smaller steps
     # gave a better training ELBO. Re-centred on the best, as every grid
