@@ -19,8 +19,8 @@ One concern a module, as optax splits its transforms:
 - `normal_wishart`: the paper's multivariate lift (S ~ W_d(nu, Psi),
   z | S ~ N(mu, (kappa S)^-1); a full-covariance Student-t marginal), its
   natural gradient without a Fisher solve, the horizontal projection, the
-  guarded step and the multivariate t; used as `qblr.normal_wishart.<name>`
-  (its names parallel the Normal-Gamma ones).
+  domain test (for `guarded_step`) and the multivariate t; used as
+  `qblr.normal_wishart.<name>` (its names parallel the Normal-Gamma ones).
 - `normal_gamma`: the exponential-family lift (natural and mean parameters,
   log-partition, Fisher, lifted KL), the projection pi and the horizontal
   projection, the quotient metric (and the Theorem 2(ii) finding).

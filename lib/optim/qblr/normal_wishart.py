@@ -219,26 +219,6 @@ def natural_gradient(objective: Callable, lam: Natural):
   return value, {**g, "l3": _sym(g["l3"])}
 
 
-def guarded_step(lam: Natural, direction: Natural, step_size, *, max_halvings):
-  """lambda + s direction, s halved until in the domain (else rejected).
-
-  Returns (new_lam, s, num_halvings, accepted), as `transform.guarded_step`.
-  """
-  add = lambda s: jax.tree.map(lambda a, b: a + s * b, lam, direction)
-
-  def cond(carry):
-    s, n = carry
-    return ~in_domain(add(s)) & (n < max_halvings)
-
-  s0 = jnp.asarray(step_size, lam["l1"].dtype)
-  s, n = jax.lax.while_loop(
-    cond, lambda c: (c[0] / 2, c[1] + 1), (s0, jnp.zeros([], jnp.int32))
-  )
-  accepted = in_domain(add(s))
-  new = jax.tree.map(lambda a, b: jnp.where(accepted, a, b), add(s), lam)
-  return new, s, n, accepted
-
-
 def sample_student_t(key, mu, sigma, nu, num_samples: int) -> Array:
   """Reparameterised draws of t_nu(mu, Sigma), shape (num_samples, d).
 

@@ -33,16 +33,28 @@ from lib.optim.qblr import normal_gamma
 Array = jax.Array
 
 
-def guarded_step(lam: Array, direction: Array, step_size, *, max_halvings: int):
+def guarded_step(
+  lam,
+  direction,
+  step_size,
+  *,
+  max_halvings: int,
+  in_domain=normal_gamma.in_domain,
+):
   """lambda + s * direction, halving s until the result is in the domain.
+
+  `lam` and `direction` are arrays or pytrees of one structure; `in_domain`
+  tests a candidate (elementwise or as a whole): the Normal-Gamma domain by
+  default, `normal_wishart.in_domain` for that lift.
 
   Returns:
     (new_lam, s, num_halvings, accepted). If the step is still outside after
     max_halvings halvings it is rejected: new_lam = lam, accepted = False.
   """
+  step = lambda s: jax.tree.map(lambda a, d: a + s * d, lam, direction)
 
   def outside(s):
-    return ~jnp.all(normal_gamma.in_domain(lam + s * direction))
+    return ~jnp.all(in_domain(step(s)))
 
   def cond(carry):
     s, n = carry
@@ -52,10 +64,10 @@ def guarded_step(lam: Array, direction: Array, step_size, *, max_halvings: int):
     s, n = carry
     return s / 2, n + 1
 
-  s0 = jnp.asarray(step_size, lam.dtype)
+  s0 = jnp.asarray(step_size, jax.tree.leaves(lam)[0].dtype)
   s, n = jax.lax.while_loop(cond, body, (s0, jnp.zeros([], jnp.int32)))
   accepted = ~outside(s)
-  new = jnp.where(accepted, lam + s * direction, lam)
+  new = jax.tree.map(lambda a, b: jnp.where(accepted, a, b), step(s), lam)
   return new, s, n, accepted
 
 

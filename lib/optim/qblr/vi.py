@@ -37,6 +37,7 @@ from lib.optim.qblr.normal_gamma import project
 from lib.optim.qblr.student_t import sample_student_t
 from lib.optim.qblr.student_t import student_t_entropy
 from lib.optim.qblr.student_t import student_t_logpdf
+from lib.optim.qblr.transform import guarded_step
 from lib.optim.qblr.transform import qng
 from lib.optim.qblr.von import von_expectations
 from lib.optim.qblr.von import von_step
@@ -198,7 +199,9 @@ def vi_method(
 
       value, g = nw.natural_gradient(objective, lam)
       g = nw.horizontal_project(g, lam)
-      lam, _, _, ok = nw.guarded_step(lam, g, h, max_halvings=max_halvings)
+      lam, _, _, ok = guarded_step(
+        lam, g, h, max_halvings=max_halvings, in_domain=nw.in_domain
+      )
       return lam, NWState(opt_state.num_rejected + (~ok)), value
 
     return VIMethod(init, step, posterior)

@@ -154,7 +154,9 @@ def test_steps_from_two_representatives_stay_on_one_trajectory():
   def step(lam):
     _, g = nw.natural_gradient(bounded, lam)
     g = nw.horizontal_project(g, lam)
-    return nw.guarded_step(lam, g, 0.05, max_halvings=20)
+    return qblr.guarded_step(
+      lam, g, 0.05, max_halvings=20, in_domain=nw.in_domain
+    )
 
   def run(lam):
     for _ in range(10):
@@ -171,10 +173,13 @@ def test_domain_guard_halves_out_of_the_domain_and_rejects():
   lam = nw.natural_from_student_t(mu, sigma, nu)
   # Along -l2 kappa crosses 0 at step 1: 0.75 is halved once to 0.375.
   down = jax.tree.map(jnp.zeros_like, lam) | {"l2": -lam["l2"]}
-  new, s, n, ok = nw.guarded_step(lam, down, 1.5, max_halvings=5)
+  guard = lambda m: qblr.guarded_step(
+    lam, down, 1.5, max_halvings=m, in_domain=nw.in_domain
+  )
+  new, s, n, ok = guard(5)
   assert bool(ok) and int(n) == 1 and float(s) == 0.75
   assert bool(nw.in_domain(new))
-  new, _, n, ok = nw.guarded_step(lam, down, 1.5, max_halvings=0)
+  new, _, n, ok = guard(0)
   assert not bool(ok) and _max_diff(new, lam) == 0.0
   bad_psi = lam | {"l3": -lam["l3"]}
   assert not bool(nw.in_domain(bad_psi))
