@@ -3,7 +3,9 @@ r"""Quotient natural gradient (QBLR): Student-t MLE and Student-t VI.
 Run (the CPU reproduction, ~1 min on 2 cores):
   python -m experiments.qblr --config configs/qblr.py:quick --workdir runs/qblr
 Variants: (default) the paper-like scale (10 splits, 8000 full-batch steps);
-  quick: 5 splits, 2000 steps; add ',smoke' for a seconds-long run (tests).
+  quick: 5 splits, 2000 steps; add ',smoke' for a seconds-long run (tests),
+  ',paper_steps' for the paper's step-size rules in place of the VI grids
+  (RDoG for QBLR, DoG with 10 MC samples for BBVI).
 
 Every method trains through `lib.train.train` in its own sub-workdir
 (mle/<method>, vi/<method>), a vmapped stack of runs: betas or learning rates
@@ -18,7 +20,7 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, variant="paper", smoke=False)
+  arg = common.parse_arg(arg, variant="paper", smoke=False, paper_steps=False)
   common.check_variant(arg.variant, ("paper", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
@@ -52,7 +54,10 @@ def get_config(arg=None):
   # (ii) Student-t VI for Bayesian logistic regression on breast cancer.
   # Paper: 10 stratified 80/20 splits, 8000 epochs, DoG/RDoG step sizes.
   # Every method gets the same budget: a 3-point step-size grid, the point
-  # chosen on the final training ELBO (never on test accuracy).
+  # chosen on the final training ELBO (never on test accuracy) [ours: at
+  # 2000 full-batch steps the paper's RDoG is still ramping up; measured in
+  # WORKSPACE "QBLR: the paper's step sizes"]. ':paper_steps': the paper's
+  # tuning-free rules (the Gaussian BLR, not in the paper, keeps its grid).
   # Methods: "qng_nw", QBLR as the paper's NG-Ours (a full-covariance
   # Student-t through the Normal-Wishart lift; the claims read it); "qng",
   # the mean-field Normal-Gamma QBLR [ours; the claims' method until
@@ -67,9 +72,13 @@ def get_config(arg=None):
     sigma2_0=0.1,
     nu0=10.0,
     kappa0=1.0,
-    # True: RDoG step sizes (no grid) instead of qng_lrs, for the mean-field
-    # "qng" (qng_nw keeps its grid).
+    # The paper's step-size rules instead of a grid (':paper_steps' sets all
+    # three, and BBVI's 10 MC samples): RDoG in the lift for "qng_nw" and
+    # "qng" (initial distance rdog_eps), Euclidean DoG for "bbvi" (BBVI-NS).
+    qng_nw_rdog=False,
     qng_rdog=False,
+    bbvi_dog=False,
+    bbvi_num_samples=1,  # MC samples per BBVI step (paper's BBVI-NS: 10)
     # QNG's and the Gaussian BLR's grids were (0.02, 0.05, 0.1) until
     # 2026-12-05: both picked 0.02, the grid's edge, where smaller steps
     # gave a better training ELBO. Re-centred on the best, as every grid
@@ -103,6 +112,10 @@ def get_config(arg=None):
     # intervals are over splits).
     config = common.variant_of(get_config("quick"), "gpu")
     config.vi.num_splits = 10
+  if arg.paper_steps:
+    config.vi.update(
+      qng_nw_rdog=True, qng_rdog=True, bbvi_dog=True, bbvi_num_samples=10
+    )
   if arg.smoke:
     config.mle.n = 400
     config.mle.train.update(num_steps=60, log_every=10, checkpoint_every=20)

@@ -87,7 +87,8 @@ def check_config(config) -> None:
     checks.number(v[key], f"config.vi.{key}", above=0)
   for key in ("n", "reference_em_steps", "reference_newton_steps"):
     checks.integer(m[key], f"config.mle.{key}")
-  for key in ("num_splits", "num_samples", "elbo_samples", "eval_samples"):
+  ints = ("num_splits", "num_samples", "bbvi_num_samples", "elbo_samples")
+  for key in (*ints, "eval_samples"):
     checks.integer(v[key], f"config.vi.{key}")
   for part in ("mle", "vi"):
     checks.integer(config[part].max_halvings, f"config.{part}.max_halvings", 0)
@@ -102,13 +103,20 @@ def check_config(config) -> None:
     checks.fraction(v[key], f"config.vi.{key}")
 
 
+def _rdog(c, method) -> bool:
+  """Whether VI `method` takes distance-over-gradients step sizes (no grid):
+  RDoG in the lift for QBLR, Euclidean DoG for BBVI (the paper's rules)."""
+  flags = {"qng": c.qng_rdog, "qng_nw": c.qng_nw_rdog, "bbvi": c.bbvi_dog}
+  return flags.get(method, False)
+
+
 def _members(c, part, method, num_splits=0):
   """(members <method>/<grid name>[/split<s>], {grid name: step size}): each
   member's "step_size" (float64 under the binary's x64) and, with
   `num_splits`, its data "split" (every step size on each split)."""
-  rdog = part == "vi" and method == "qng" and c.qng_rdog
+  rdog = part == "vi" and _rdog(c, method)
   if method == "ecme" or rdog:
-    grid = {"rdog" if rdog else "": 0.0}
+    grid = {("dog" if method == "bbvi" else "rdog") if rdog else "": 0.0}
   else:
     key, label = _GRIDS[part, method]
     grid = {f"{label}{v:g}": v for v in c[key]}
@@ -198,7 +206,7 @@ def student_t_mle(config, workdir, sweep) -> dict:
   if out["best_qng"] and out["best_baseline"]:
     ours, theirs = (out[k]["iterations"] for k in ("best_qng", "best_baseline"))
     out["qng_over_best_baseline"] = ours / max(theirs, 1)
-  if train_lib.is_main_process():
+  if train_lib.is_main_process() and curves:
     path = os.path.join(workdir, "mle_convergence.png")
     train_lib.draw_figure(_mle_figure, path, curves, iters, c)
   return out
@@ -225,9 +233,14 @@ def train_vi(name, c, splits, xi0, workdir):
   """One method's (step size x split) sweep: (result, {grid name: size}).
   Every step size and method sees the same MC draws on one split (common
   random numbers: a paired comparison), in training and in the scoring."""
-  opts = ("prior_precision", "num_samples", "max_halvings", "rdog_eps")
+  opts = ("prior_precision", "max_halvings", "rdog_eps")
   method = qblr.vi_method(
-    name, xi0, kappa=c.kappa0, rdog=c.qng_rdog, **{k: c[k] for k in opts}
+    name,
+    xi0,
+    kappa=c.kappa0,
+    rdog=_rdog(c, name),
+    num_samples=c.bbvi_num_samples if name == "bbvi" else c.num_samples,
+    **{k: c[k] for k in opts},
   )
   num_splits = splits[0].shape[0]
   settings, grid = _members(c, "vi", name, num_splits)
@@ -503,7 +516,10 @@ def run(config, workdir) -> dict:
   with jax.enable_x64(True):
     results = {"mle": student_t_mle(config, workdir, sweep)}
     results["vi"] = logistic_vi(config, workdir, sweep)
-  results["figures"] = ["mle_convergence.png", "vi_elbo.png"]
+  figures = {"mle": "mle_convergence.png", "vi": "vi_elbo.png"}
+  results["figures"] = [
+    f for part, f in figures.items() if config[part].methods
+  ]
   logging.info("qblr results: %s", results)
   return train_lib.write_results(workdir, results)
 

@@ -26,6 +26,13 @@ def test_config_variants_and_typos():
   config = config_lib.get_config("quick,smoke")
   config.seed = 3
   assert config.vi.train.seed == 3 and config.mle.train.seed == 3
+  # ':paper_steps': the paper's step-size rules for every VI method that
+  # has one, and BBVI-NS's 10 MC samples; the grids stay the default.
+  paper = config_lib.get_config("quick,paper_steps").vi
+  grid = config_lib.get_config("quick").vi
+  for key in ("qng_nw_rdog", "qng_rdog", "bbvi_dog"):
+    assert paper[key] and not grid[key]
+  assert (paper.bbvi_num_samples, grid.bbvi_num_samples) == (10, 1)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +44,7 @@ def test_config_variants_and_typos():
     ("vi.blr_rhos", (0.5, 2.0), r"config\.vi\.blr_rhos holds 2\.0"),
     ("mle.qng_betas", (), r"config\.mle\.qng_betas is empty"),
     ("vi.test_fraction", 1.5, r"config\.vi\.test_fraction"),
+    ("vi.bbvi_num_samples", 0, r"config\.vi\.bbvi_num_samples"),
     # NaN data: "the reference MLE did not converge (max |grad| nan): raise
     # config.mle.reference_em_steps", after config.json.
     ("mle.true_mu", float("nan"), r"config\.mle\.true_mu=nan"),
@@ -164,3 +172,23 @@ def test_iterations_ratio_against_the_slowest_baseline():
   curves["qng_nw"] = (steps, col(0.0, 1.0, 1.0, 1.0))
   out = qblr._iterations(curves, config.vi)["qng_nw_iterations"]
   assert out["ratio"] == np.inf and out["worst_ratio_per_split"] == [np.inf]
+
+
+def test_rdog_runs_the_normal_wishart_qblr_without_a_grid(tmp_path):
+  """config.vi.qng_nw_rdog: the paper's RDoG step sizes, one run per split."""
+  config = config_lib.get_config("quick,smoke")
+  config.mle.methods = ()
+  config.vi.methods = ("qng_nw",)
+  config.vi.qng_nw_rdog = True
+  r = qblr.run(config, str(tmp_path))
+  vi = r["vi"]["qng_nw"]
+  # No MLE method ran: no MLE figure is drawn or listed.
+  assert r["figures"] == ["vi_elbo.png"]
+  assert not os.path.exists(os.path.join(str(tmp_path), "mle_convergence.png"))
+  assert list(vi["grid"]) == ["rdog"] and vi["selected"] == "rdog"
+  assert vi["rejected"] == 0 and vi["finite_fraction"] == 1.0
+  assert 0.85 <= vi["acc_mean"] <= 1.0
+  rows = train_lib.read_jsonl(os.path.join(str(tmp_path), "vi", "qng_nw"))
+  assert {row["run"] for row in rows} == {
+    f"vi/qng_nw/rdog/split{s}" for s in range(config.vi.num_splits)
+  }

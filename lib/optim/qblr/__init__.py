@@ -82,6 +82,7 @@ from lib.optim.qblr.transform import check_domain
 from lib.optim.qblr.transform import guarded_step
 from lib.optim.qblr.transform import num_rejected
 from lib.optim.qblr.transform import qng
+from lib.optim.qblr.transform import rdog_step_size
 from lib.optim.qblr.vi import LogJoint
 from lib.optim.qblr.vi import NWState
 from lib.optim.qblr.vi import Posterior

@@ -162,6 +162,18 @@ def inner(a: Natural, b: Natural) -> Array:
   return sum(jnp.sum(a[k] * b[k]) for k in ("l1", "l2", "l3", "l4"))
 
 
+def lifted_kl(lam_p: Natural, lam_q: Natural) -> Array:
+  """KL(q_p || q_q) of two Normal-Wishart laws, the Bregman divergence of A:
+  A(lam_q) - A(lam_p) - <lam_q - lam_p, theta(lam_p)> (what RDoG measures
+  its distance with; invariant when one fibre action moves both)."""
+  diff = jax.tree.map(jnp.subtract, lam_q, lam_p)
+  return (
+    log_partition(lam_q)
+    - log_partition(lam_p)
+    - inner(diff, mean_params(lam_p))
+  )
+
+
 def vertical(lam: Natural) -> Natural:
   """Tangent of the fibre: d/dc of (c l1, c l2, c l3, l4) at c = 1."""
   return {**lam, "l4": jnp.zeros_like(lam["l4"])}
@@ -170,6 +182,11 @@ def vertical(lam: Natural) -> Natural:
 def fisher_vp(lam: Natural, v: Natural) -> Natural:
   """F v = D theta(lambda) v (F = hess A), by a forward-mode product."""
   return jax.jvp(mean_params, (lam,), (v,))[1]
+
+
+def fisher_norm_sq(lam: Natural, v: Natural) -> Array:
+  """|v|_F^2 = <v, F v> at lambda."""
+  return inner(v, fisher_vp(lam, v))
 
 
 def horizontal_project(g: Natural, lam: Natural) -> Natural:

@@ -71,6 +71,22 @@ def guarded_step(
   return new, s, n, accepted
 
 
+def rdog_step_size(max_dist, sum_sq, *, kl, sq_norm):
+  """RDoG (Riemannian distance over gradients): (s_t, r_t, sum_t).
+
+  sum_t = sum_{i <= t} |g_i|_F^2 adds the direction's squared Fisher norm
+  `sq_norm`; r_t = max(r_{t-1}, sqrt(2 KL(lam_0 || lam_t))) with r_{-1} the
+  initial distance eps (`kl` = KL(lam_0 || lam_t), the closed-form lifted
+  KL); s_t = r_t / sqrt(sum_t). The paper's step-size rule for QBLR (§6:
+  "RDoG using the closed-form lifted KL", eps 1e-3), the Riemannian form of
+  DoG (Ivgi, Hinder & Carmon, ICML 2023).
+  """
+  sum_sq = sum_sq + sq_norm
+  max_dist = jnp.maximum(max_dist, jnp.sqrt(2.0 * jnp.maximum(kl, 0.0)))
+  s = max_dist / jnp.sqrt(sum_sq + jnp.finfo(sum_sq.dtype).tiny)
+  return s, max_dist, sum_sq
+
+
 class QNGLeafState(NamedTuple):
   """The state `qng` keeps for one leaf of the natural parameters."""
 
@@ -183,10 +199,12 @@ def qng(
       g = normal_gamma.horizontal_project(g, lam, f)
     max_dist, sum_sq = leaf.max_dist, leaf.sum_sq
     if rdog:
-      sum_sq = sum_sq + jnp.sum(g * jnp.einsum("...ij,...j->...i", f, g))
-      kl = normal_gamma.lifted_kl(leaf.lam0, lam)
-      max_dist = jnp.maximum(max_dist, jnp.sqrt(2.0 * jnp.maximum(kl, 0.0)))
-      s = max_dist / jnp.sqrt(sum_sq + jnp.finfo(lam.dtype).tiny)
+      s, max_dist, sum_sq = rdog_step_size(
+        max_dist,
+        sum_sq,
+        kl=normal_gamma.lifted_kl(leaf.lam0, lam),
+        sq_norm=jnp.sum(g * jnp.einsum("...ij,...j->...i", f, g)),
+      )
     else:
       lr = learning_rate(count) if callable(learning_rate) else learning_rate
       s = jnp.asarray(lr, lam.dtype)

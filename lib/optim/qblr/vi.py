@@ -39,6 +39,7 @@ from lib.optim.qblr.student_t import student_t_entropy
 from lib.optim.qblr.student_t import student_t_logpdf
 from lib.optim.qblr.transform import guarded_step
 from lib.optim.qblr.transform import qng
+from lib.optim.qblr.transform import rdog_step_size
 from lib.optim.qblr.von import von_expectations
 from lib.optim.qblr.von import von_step
 
@@ -134,9 +135,13 @@ def stl_neg_elbo(
 
 
 class NWState(NamedTuple):
-  """State of "qng_nw": steps the domain guard rejected (lambda unchanged)."""
+  """State of "qng_nw": steps the domain guard rejected (lambda unchanged),
+  and with RDoG its initial point, distance and summed squared F-norms."""
 
   num_rejected: Array  # int32
+  lam0: Any = None  # RDoG: the initial natural parameters.
+  max_dist: Array | None = None  # RDoG: r_t.
+  sum_sq: Array | None = None  # RDoG: sum of |g_i|_F^2.
 
 
 class VIMethod(NamedTuple):
@@ -166,13 +171,20 @@ def vi_method(
 
   "qng_nw": QBLR as the paper's NG-Ours, the quotient natural gradient on
   the Normal-Wishart lift of a full-covariance multivariate Student-t
-  (`normal_wishart`; constant step h, one MC sample of the ELBO per step,
-  the step halved up to `max_halvings` times to stay in the domain).
+  (`normal_wishart`; RDoG step sizes with `rdog` as the paper, from the
+  closed-form lifted KL and initial distance `rdog_eps`, else a constant
+  step h; one MC sample of the ELBO per step, the step halved up to
+  `max_halvings` times to stay in the domain).
   "qng": the mean-field variant [ours], the Normal-Gamma lift of each
-  weight's Student-t (constant step h, or RDoG with `rdog`). "bbvi": reparameterised BBVI with the STL gradient
-  (`stl_neg_elbo`) and Adam(h) on (mu, log sigma, log nu). "blr_gauss": the
-  Gaussian BLR, diagonal variational online Newton with step rho = h (Khan &
-  Rue 2023), from N(0, prior_precision^-1).
+  weight's Student-t (constant step h, or RDoG with `rdog`). "bbvi":
+  reparameterised BBVI with the STL gradient (`stl_neg_elbo`) on (mu,
+  log sigma, log nu), by Adam(h), or with `rdog` by Euclidean DoG from
+  distance `rdog_eps` (the paper's BBVI-NS; `optax.contrib.dog`).
+  "blr_gauss": the Gaussian BLR, diagonal variational online Newton with
+  step rho = h (Khan & Rue 2023), from N(0, prior_precision^-1); it has no
+  distance-over-gradients rule (`rdog` is an error).
+
+  With `rdog` the step size h passed to init and step is ignored.
   """
   prec, n_mc = prior_precision, num_samples
   log_joint = lambda x, y: logistic_log_joint(x, y, precision=prec)
@@ -190,7 +202,12 @@ def vi_method(
       lam = nw.natural_from_student_t(
         xi0[:, 0], jnp.diag(xi0[:, 1]), xi0[0, 2], kappa=kappa
       )
-      return lam, NWState(jnp.zeros([], jnp.int32))
+      zero = jnp.zeros([], jnp.int32)
+      if not rdog:
+        return lam, NWState(zero)
+      dtype = lam["l2"].dtype
+      eps = jnp.asarray(rdog_eps, dtype)
+      return lam, NWState(zero, lam, eps, jnp.zeros([], dtype))
 
     def step(lam, opt_state, x, y, key, h):
       def objective(mu, sigma, nu):
@@ -199,10 +216,19 @@ def vi_method(
 
       value, g = nw.natural_gradient(objective, lam)
       g = nw.horizontal_project(g, lam)
+      state = opt_state
+      if rdog:
+        h, max_dist, sum_sq = rdog_step_size(
+          state.max_dist,
+          state.sum_sq,
+          kl=nw.lifted_kl(state.lam0, lam),
+          sq_norm=nw.fisher_norm_sq(lam, g),
+        )
+        state = state._replace(max_dist=max_dist, sum_sq=sum_sq)
       lam, _, _, ok = guarded_step(
         lam, g, h, max_halvings=max_halvings, in_domain=nw.in_domain
       )
-      return lam, NWState(opt_state.num_rejected + (~ok)), value
+      return lam, state._replace(num_rejected=state.num_rejected + (~ok)), value
 
     return VIMethod(init, step, posterior)
 
@@ -232,13 +258,18 @@ def vi_method(
       [p["mu"], jnp.exp(2 * p["log_s"]), jnp.exp(p["log_nu"])], -1
     )
 
+    if rdog:  # the paper's BBVI-NS: Euclidean DoG from distance rdog_eps
+      make_tx = lambda h: optax.contrib.dog(init_step=("distance", rdog_eps))
+    else:
+      make_tx = optax.adam
+
     def init(h):
       p = {
         "mu": xi0[:, 0],
         "log_s": 0.5 * jnp.log(xi0[:, 1]),
         "log_nu": jnp.log(xi0[:, 2]),
       }
-      return p, optax.adam(h).init(p)
+      return p, make_tx(h).init(p)
 
     def step(p, opt_state, x, y, key, h):
       stl = lambda p: stl_neg_elbo(
@@ -247,13 +278,15 @@ def vi_method(
       g = jax.grad(stl)(p)
       q = student_t_posterior(to_xi(p))
       value = elbo(q, key, log_joint(x, y), num_samples=n_mc)
-      u, opt_state = optax.adam(h).update(g, opt_state, p)
+      u, opt_state = make_tx(h).update(g, opt_state, p)
       return optax.apply_updates(p, u), opt_state, value
 
     return VIMethod(init, step, lambda p: student_t_posterior(to_xi(p)))
 
   if name != "blr_gauss":
     raise ConfigError(f"unknown VI method {name!r}")
+  if rdog:
+    raise ConfigError("blr_gauss has no distance-over-gradients (rdog) rule")
 
   def init(h):
     del h

@@ -253,3 +253,21 @@ def test_map_logistic_zeroes_the_log_joints_gradient():
   grad = jax.grad(qblr.logistic_log_joint(x, y, precision=0.7))(w)
   np.testing.assert_allclose(grad, 0.0, atol=1e-10)
   assert np.linalg.norm(w) > 1.0  # it moved from 0
+
+
+def test_bbvi_with_dog_moves_eps_first_and_blr_has_no_dog_rule():
+  # Euclidean DoG (the paper's BBVI-NS): the first step is eps / |g| times
+  # the gradient, so the parameters move exactly eps; h is ignored.
+  r = np.random.default_rng(6)
+  x, y = r.normal(size=(20, 3)), np.sign(r.normal(size=20))
+  xi0 = np.tile([0.0, 0.1, 10.0], (3, 1))
+  kw = dict(prior_precision=1.0, num_samples=2, kappa=1.0, max_halvings=5)
+  method = qblr.vi_method("bbvi", xi0, rdog=True, rdog_eps=1e-3, **kw)
+  p0, state = method.init(None)
+  p1, _, _ = jax.jit(
+    lambda p, s: method.step(p, s, x, y, jax.random.key(2), None)
+  )(p0, state)
+  moved = np.sqrt(sum(np.sum((p1[k] - p0[k]) ** 2) for k in p0))
+  np.testing.assert_allclose(moved, 1e-3, rtol=1e-5)
+  with pytest.raises(ConfigError, match="blr_gauss has no"):
+    qblr.vi_method("blr_gauss", xi0, rdog=True, **kw)

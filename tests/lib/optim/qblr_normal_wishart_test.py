@@ -230,3 +230,90 @@ def test_vi_method_raises_the_elbo_and_rejects_a_varying_nu():
   with pytest.raises(ConfigError, match="one degrees of freedom"):
     qblr.vi_method("qng_nw", bad, prior_precision=1.0, num_samples=1,
                    kappa=1.0, max_halvings=20)  # fmt: skip
+
+
+def _textbook_kl(p, q):
+  """KL(NW_p || NW_q) for (mu, kappa, Psi, nu) with E[S] = nu Psi: the
+  Wishart KL plus the Gaussian KL averaged over S ~ W(nu_p, Psi_p)."""
+  from scipy import special
+
+  (m1, k1, s1, n1), (m2, k2, s2, n2) = p, q
+  d = len(m1)
+  a = np.linalg.solve(s2, s1)
+  psi_d = sum(special.digamma(n1 / 2 - i / 2) for i in range(d))
+  wishart = (
+    0.5 * (n1 - n2) * psi_d
+    - 0.5 * n2 * np.linalg.slogdet(a)[1]
+    + 0.5 * n1 * (np.trace(a) - d)
+    + special.multigammaln(n2 / 2, d)
+    - special.multigammaln(n1 / 2, d)
+  )
+  dm = m1 - m2
+  gauss = 0.5 * (d * k2 / k1 - d + k2 * n1 * dm @ s1 @ dm + d * np.log(k1 / k2))
+  return wishart + gauss
+
+
+def test_lifted_kl_is_the_textbook_normal_wishart_kl():
+  r = np.random.default_rng(7)
+
+  def law():
+    a = r.normal(size=(D, D))
+    return (
+      r.normal(size=D),
+      r.uniform(0.5, 2),
+      a @ a.T + np.eye(D),
+      6 + r.uniform(),
+    )
+
+  p, q = law(), law()
+  to_lam = lambda m, k, s, n: nw.natural_from_normal_wishart(
+    m, k, np.linalg.inv(s), n
+  )
+  lp, lq = to_lam(*p), to_lam(*q)
+  kl = jax.jit(nw.lifted_kl)
+  np.testing.assert_allclose(kl(lp, lq), _textbook_kl(p, q), rtol=1e-11)
+  np.testing.assert_allclose(kl(lq, lp), _textbook_kl(q, p), rtol=1e-11)
+  assert abs(float(kl(lp, lp))) < 1e-12
+  # One fibre action on both laws is a change of variables S -> S / c.
+  np.testing.assert_allclose(
+    kl(_fibre(lp, 3.0), _fibre(lq, 3.0)), kl(lp, lq), rtol=1e-11
+  )
+  # Near lp, KL is half the squared Fisher norm of the difference.
+  v = jax.tree.map(lambda a, b: 1e-4 * (b - a), lp, lq)
+  near = jax.tree.map(jnp.add, lp, v)
+  np.testing.assert_allclose(
+    kl(lp, near), 0.5 * nw.fisher_norm_sq(lp, v), rtol=1e-3
+  )
+
+
+def test_vi_method_with_rdog_starts_at_eps_and_needs_no_step_size():
+  """RDoG's first step moves sqrt(2 KL) = eps; later steps grow with the
+  distance travelled, and the ELBO rises without a step-size grid."""
+  r = np.random.default_rng(0)
+  x = np.concatenate([r.normal(size=(60, 2)), np.ones((60, 1))], 1)
+  y = np.sign(x @ np.array([1.5, -1.0, 0.3]) + 0.3 * r.normal(size=60))
+  xi0 = np.tile([0.0, 0.1, 10.0], (3, 1))
+  eps = 1e-4
+  method = qblr.vi_method("qng_nw", xi0, prior_precision=1.0, num_samples=1,
+                          kappa=1.0, max_halvings=20, rdog=True,
+                          rdog_eps=eps)  # fmt: skip
+  lam0, state = method.init(None)
+  step = jax.jit(lambda lam, s, k: method.step(lam, s, x, y, k, None))
+  keys = jax.random.split(jax.random.key(1), 300)
+  lam, state, _ = step(lam0, state, keys[0])
+  np.testing.assert_allclose(
+    np.sqrt(2 * nw.lifted_kl(lam0, lam)), eps, rtol=1e-3
+  )
+  assert float(state.max_dist) == eps
+  log_joint = qblr.logistic_log_joint(x, y, precision=1.0)
+
+  @jax.jit
+  def score(lam):
+    q = method.posterior(lam)
+    return qblr.elbo(q, jax.random.key(9), log_joint, num_samples=4000)
+
+  for k in keys[1:]:
+    lam, state, _ = step(lam, state, k)
+  assert int(state.num_rejected) == 0
+  assert float(state.max_dist) > 100 * eps
+  assert float(score(lam)) > float(score(lam0)) + 5.0
