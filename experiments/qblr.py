@@ -321,9 +321,12 @@ def _summarise(name, c, result, grid):
     "acc_mean_lo": lo,
     "acc_mean_hi": hi,
     "acc_sample": float(np.mean(ev["acc_sample"][best])),
+    "entropy_per_split": [float(v) for v in ev["entropy"][best]],
     "acc_mean_per_split": [float(v) for v in acc],
     "elbo_per_split": [float(v) for v in ev["elbo"][best]],
   }
+  ent = stats_lib.mean_interval(ev["entropy"][best], c.interval_level)
+  out.update(zip(("entropy", "entropy_lo", "entropy_hi"), ent))
   if "nu_mean" in ev:
     out["nu_mean"] = float(np.mean(ev["nu_mean"][best]))
   if "rejected" in ev:
@@ -332,14 +335,15 @@ def _summarise(name, c, result, grid):
 
 
 def _paired(out, c, ours, metric="acc_mean") -> dict:
-  """`ours` (a QBLR method) minus each baseline in `metric` ("acc_mean" or
-  "elbo", the final training ELBO), paired per split, and against every
+  """`ours` (a QBLR method) minus each baseline in `metric` ("acc_mean",
+  "elbo", the final training ELBO, or "entropy", the test points' mean
+  predictive entropy), paired per split, and against every
   baseline (`stats_lib.against_every`: the low end is the lowest of all
   baselines' intervals; the point and the high end are the strongest
   baseline's). Keys "<ours><stem>_minus_<baseline>",
   "<ours><stem>_minus_best_baseline[_lo|_hi]", and "<prefix>paired",
   "<prefix>best_baseline", "<prefix>baselines_finite_fraction", with stem
-  "" (accuracy) or "_elbo", and prefix "<ours><stem>_" but "" for the
+  "" (accuracy) or "_<metric>", and prefix "<ours><stem>_" but "" for the
   accuracy of "qng" (the names before the Normal-Wishart run existed)."""
   res, per = {}, {}
   if out.get(ours, {}).get("selected") is None:
@@ -453,7 +457,7 @@ def logistic_vi(config, workdir, sweep) -> dict:
       steps, table = result.logged("elbo_ema")
       curves[name] = (steps, table[:, cols])
   for ours in OURS:
-    for metric in ("acc_mean", "elbo"):
+    for metric in ("acc_mean", "elbo", "entropy"):
       out.update(_paired(out, c, ours, metric))
   out.update(_full_minus_mean_field(out, c))
   out.update(_iterations(curves, c))

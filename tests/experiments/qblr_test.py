@@ -124,6 +124,18 @@ def test_smoke_run(tmp_path):
     assert nw_paired["mean"] == pytest.approx(diff.mean())
     assert vi[f"qng_nw{stem}_minus_best_baseline"] == nw_paired["mean"]
   assert vi["qng_nw"]["rejected"] == 0
+  # The predictive entropy (nats) of each method, and QBLR's paired against
+  # each baseline.
+  for name in ("qng_nw", "qng", "blr_gauss"):
+    v = vi[name]
+    assert 0 < v["entropy"] <= np.log(2)
+    assert v["entropy_lo"] <= v["entropy"] <= v["entropy_hi"]
+    assert v["entropy"] == pytest.approx(np.mean(v["entropy_per_split"]))
+  diff = np.subtract(
+    vi["qng_nw"]["entropy_per_split"], vi["blr_gauss"]["entropy_per_split"]
+  )
+  paired = vi["qng_nw_entropy_paired"]["blr_gauss"]
+  assert paired["mean"] == pytest.approx(diff.mean())
   # Iterations to each baseline's final ELBO: the worst ratio per split is
   # the larger of the baselines' (one here), its geometric mean the metric.
   it = vi["qng_nw_iterations"]
@@ -139,7 +151,11 @@ def test_smoke_run(tmp_path):
     assert json.load(f)["mle"]["l_star"] == pytest.approx(mle["l_star"])
   for fig in r["figures"]:
     assert os.path.getsize(os.path.join(workdir, fig)) > 1000
-  helpers.check_claim_keys("qblr", workdir)
+  helpers.check_claim_keys(
+    "qblr",
+    workdir,
+    absent={"qblr_vi_bbvi_collapses": "the smoke run leaves BBVI out"},
+  )
 
 
 def test_steps_to_reach_is_the_first_logged_step_at_or_above_the_target():

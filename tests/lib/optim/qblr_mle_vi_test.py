@@ -241,6 +241,11 @@ def test_posterior_metrics_of_a_point_mass():
   entropy = 1.5 * np.log(2 * np.pi * np.e / 1e12)
   np.testing.assert_allclose(out["elbo"], log_joint + entropy, rtol=1e-6)
   assert "nu_mean" not in out
+  # The predictive entropy of a point mass is its classifier's: the mean
+  # binary entropy of sigmoid(x w) over the test points.
+  p = 1 / (1 + np.exp(-(xt @ w)))
+  binary = -p * np.log(p) - (1 - p) * np.log1p(-p)
+  np.testing.assert_allclose(out["entropy"], np.mean(binary), rtol=1e-5)
 
 
 def test_map_logistic_zeroes_the_log_joints_gradient():
