@@ -29,6 +29,12 @@ def get_config(arg=None):
     ),
   )
   config.methods = ("adam", "nanoadam", "random", "largest")
+  # The output layer (the spec's two readings; the paper does not say):
+  # "shared", one 10-way softmax for both tasks (ours until now); "multi", a
+  # head per task (pretraining and fine-tuning each train their own 5
+  # logits; the other task's get no gradient). Accuracy is task-incremental
+  # (argmax over the task's 5 logits) either way.
+  config.head = "shared"
   # One lib.train.train call per method; its state stacks the (lr, seed)
   # runs (vmapped). A seed fixes the batch order (shared by every method: the
   # comparisons are paired by seed) and the random mask.

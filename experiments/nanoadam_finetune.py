@@ -47,8 +47,17 @@ CHANCE = 0.2  # task-incremental accuracy of a guess among 5 classes
 TASKS = {"a": range(5), "b": range(5, 10)}  # pretrain on a, fine-tune on b
 
 
-def _xent(model, params, x, y):
+HEADS = ("shared", "multi")
+
+
+def _xent(model, params, x, y, task, head):
+  """Cross-entropy of task `task`'s labels y: over all 10 logits (`head`
+  "shared"), or over the task's own 5 ("multi", a head per task: the other
+  task's logits get no gradient)."""
   logits = model.apply(params, x)
+  if head == "multi":
+    lo = TASKS[task][0]
+    logits, y = logits[:, lo : lo + len(TASKS[task])], y - lo
   return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
@@ -68,7 +77,10 @@ def pretrain(config, model, data, workdir):
   c = config.pretrain
   task = train_lib.Task(
     init_fn=lambda key: model.init(key, jnp.zeros((1, 64))),
-    loss_fn=lambda p, b, key: (_xent(model, p, b["x"], b["y"]), {}),
+    loss_fn=lambda p, b, key: (
+      _xent(model, p, b["x"], b["y"], "a", config.head),
+      {},
+    ),
     batch_fn=lambda d, key, step: _batch(d, "a", key, c.batch_size),
     data=data,
     eval_fn=lambda p, d: {"acc_a": _accuracy(model, p, d, "a", 0)},
@@ -115,6 +127,7 @@ def check_config(config) -> None:
   )
   for method in config.methods:
     make_optimizer(method, 1e-3, config)  # Bad names / NanoAdam options.
+  train_lib.check_one_of(config.head, HEADS, "config.head")
   lrs = tuple(c.lrs)
   errors.check(
     len(lrs) > 0
@@ -136,13 +149,14 @@ def check_config(config) -> None:
 
 
 @functools.cache
-def evaluator(model):
+def evaluator(model, head):
   """Jitted (stacked params, data) -> final metrics per run: one program for
   every method's sweep (their params have the same shapes)."""
 
   def one(params, d):
+    x, y = d["x_b_train"], d["y_b_train"]
     return {
-      "train_loss": _xent(model, params, d["x_b_train"], d["y_b_train"]),
+      "train_loss": _xent(model, params, x, y, "b", head),
       "new_acc": _accuracy(model, params, d, "b", 5),
       "old_acc": _accuracy(model, params, d, "a", 0),
       **nanoadam_lib.drift(params, d["params0"]),
@@ -178,7 +192,8 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     del key  # The batch holds this step's randomness.
     x, y = batch["x"][setting["seed"]], batch["y"][setting["seed"]]
     params = member["params"]
-    loss, g = jax.value_and_grad(lambda q: _xent(model, q, x, y))(params)
+    xent = lambda q: _xent(model, q, x, y, "b", config.head)  # noqa: E731
+    loss, g = jax.value_and_grad(xent)(params)
     opt = nanoadam_lib.with_step(member["opt"], step)  # Shared: see its doc.
     updates, opt = tx_of(setting).update(g, opt, params)
     new = {"params": optax.apply_updates(params, updates), "opt": opt}
@@ -195,7 +210,7 @@ def finetune_sweep(config, model, params0, data, method, workdir):
     name=method,
     freeze_diverged=False,  # A diverged run trains on (scored at chance).
   )
-  evaluate = evaluator(model)
+  evaluate = evaluator(model, config.head)
   final = evaluate(result.state["params"], {**data, "params0": params0})
   shape = result.settings.shape
   out = {k: np.asarray(v, np.float64).reshape(shape) for k, v in final.items()}
@@ -286,15 +301,16 @@ def lr_ratio_vs(summary, baselines) -> dict | None:
   return _against(summary, baselines, usable, ratio)
 
 
-def correlations(model, params0, key, data) -> dict:
+def correlations(model, params0, key, data, head) -> dict:
   """Spearman(|w|, |g|) at the start of fine-tuning (pretrained weights, task
   b) and at the start of training from scratch (init from `key`, task a)."""
-  grad = jax.grad(lambda p, x, y: _xent(model, p, x, y))
+  grad = jax.grad(_xent, argnums=1)
 
   def both(params0, key, d):  # One program.
     init = model.init(key, jnp.zeros((1, 64)))
-    start = (params0, grad(params0, d["x_b_train"], d["y_b_train"]))
-    return start, (init, grad(init, d["x_a_train"], d["y_a_train"]))
+    g_b = grad(model, params0, d["x_b_train"], d["y_b_train"], "b", head)
+    g_a = grad(model, init, d["x_a_train"], d["y_a_train"], "a", head)
+    return (params0, g_b), (init, g_a)
 
   start, scratch = jax.jit(both)(params0, key, data)
   return {
@@ -381,7 +397,7 @@ def run(config, workdir) -> dict:
     )
   summary = summarize(config, sweeps, old_acc_pre)
   scratch = rng.stream(rng.root_key(config.seed), "scratch")
-  summary.update(correlations(model, params0, scratch, data))
+  summary.update(correlations(model, params0, scratch, data, config.head))
   summary["old_acc_pretrained"] = old_acc_pre
   if train_lib.is_main_process():
     path = os.path.join(workdir, "finetune.png")

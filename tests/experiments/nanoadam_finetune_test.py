@@ -132,6 +132,7 @@ def test_zero_steps_and_early_errors(tmp_path, monkeypatch, fast_compile):
     ("data.test_fraction", 0.0, r"config\.data\.test_fraction=0\.0"),
     ("interval_level", float("nan"), r"config\.interval_level=nan"),
     ("pretrain.lr", -1.0, r"config\.pretrain\.lr=-1\.0"),
+    ("head", "both", r"config\.head='both'"),
   ]
   for i, (key, value, match) in enumerate(bad):
     config = _config()
@@ -141,6 +142,33 @@ def test_zero_steps_and_early_errors(tmp_path, monkeypatch, fast_compile):
     with pytest.raises(ConfigError, match=match) as e:
       ex.run(config, str(tmp_path / f"bad{i}"))
     assert "\n" not in str(e.value)
+
+
+def test_multi_head_losses_leave_the_other_tasks_logits_without_gradient():
+  """config.head "multi": a task's loss reads its own 5 logits only, so the
+  output layer's rows of the other task get an exactly zero gradient (and
+  Adam or NanoAdam leaves them bit for bit); "shared" reaches all 10."""
+  import jax
+
+  from lib import models
+
+  model = models.MLP((8,), num_outputs=10)
+  r = np.random.default_rng(0)
+  x = r.normal(size=(16, 64)).astype(np.float32)
+  params = model.init(jax.random.key(0), x[:1])
+  for task, lo in (("a", 0), ("b", 5)):
+    y = r.integers(lo, lo + 5, size=16)
+    for head in ex.HEADS:
+      g = jax.grad(ex._xent, argnums=1)(model, params, x, y, task, head)
+      last = jax.tree.leaves(g)[-2:]  # the output layer's bias and kernel
+      other = slice(5, 10) if task == "a" else slice(0, 5)
+      for leaf in last:
+        assert leaf.shape[-1] == 10
+        rows = np.asarray(leaf)[..., other]
+        if head == "multi":
+          assert np.all(rows == 0.0), (task, leaf.shape)
+        else:
+          assert np.abs(rows).max() > 0, (task, leaf.shape)
 
 
 def _summary(new, forget, lrs):
