@@ -120,8 +120,8 @@ def hns_pde_defaults(config) -> None:
       epochs (Lightning steps it per epoch), no warmup. An epoch is
       ceil(num_train / batch_size) steps; the official runs take 100
       epochs on advection (1,024 trajectories: 3,200 steps) and 250 on KdV
-      (its H filter keeps 1,024 of 2,048: 8,000 steps; ours keeps all,
-      16,000 steps).
+      (its H filter keeps 1,024 of 2,048: 8,000 steps, as ours; with
+      ':keep_all' 16,000 steps).
     "cosine" (ours; the quick and gpu tiers, which train 1-3k steps, where
       a rate of 1e-5 barely moves): warmup to `lr` over `warmup_steps`,
       then cosine decay to 0 at the last step, every model alike.

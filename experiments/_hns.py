@@ -136,6 +136,22 @@ def check_pde_config(config, pde_name: str) -> None:
   _checks.number(config.lr_gamma, "config.lr_gamma", above=0)
   _checks.number(config.weight_decay, "config.weight_decay", at_least=0)
   _checks.integer(config.warmup_steps, "config.warmup_steps", minimum=0)
+  if "h_filter" in p:
+    _checks.number(p.h_filter, "config.pde.h_filter", above=0)
+    errors.check(
+      p.h_filter <= 1,
+      errors.ConfigError,
+      f"config.pde.h_filter={p.h_filter} is the fraction of the generated "
+      "trajectories kept: it must be in (0, 1]",
+    )
+    for key in ("num_train", "num_val"):
+      errors.check(
+        num_kept(p, key) >= 2,
+        errors.ConfigError,
+        f"config.pde.h_filter={p.h_filter} keeps "
+        f"{num_kept(p, key)} of config.pde.{key}={p[key]} "
+        "trajectories; it must keep at least 2",
+      )
   errors.check(
     config.pde.num_val >= 2,
     errors.ConfigError,
@@ -147,18 +163,25 @@ def check_pde_config(config, pde_name: str) -> None:
 SCHEDULES = ("official", "cosine")
 
 
+def num_kept(p, key: str) -> int:
+  """How many of config.pde[key] generated trajectories the H filter
+  (config.pde.h_filter, KdV) keeps; all of them without one."""
+  return int(p[key] * p.h_filter) if "h_filter" in p else p[key]
+
+
 def learning_rate(config, kind):
   """The learning-rate schedule of model `kind` (configs/common.py
   `hns_pde_defaults`, config.schedule).
 
   "official": modules/train_module.py `configure_optimizers`,
   StepLR(step_size=100, gamma=0.8) stepped once per epoch, at the
-  per-model rate of the official yaml; an epoch is ceil(num_train /
-  batch_size) steps (the loader keeps its short last batch). "cosine"
+  per-model rate of the official yaml; an epoch is ceil(training
+  trajectories / batch_size) steps (the loader keeps its short last batch;
+  the trajectories are those the H filter keeps, `num_kept`). "cosine"
   (ours): warmup, then cosine decay to 0 at the last step.
   """
   if config.schedule == "official":
-    steps_per_epoch = -(-config.pde.num_train // config.batch_size)
+    steps_per_epoch = -(-num_kept(config.pde, "num_train") // config.batch_size)
     return optax.exponential_decay(
       config.official_lr[kind],
       transition_steps=config.lr_step_epochs * steps_per_epoch,

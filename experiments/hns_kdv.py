@@ -31,7 +31,12 @@ PAPER = {"hns_corr_time": 151.1, "cnn_corr_time": 113.3, "hns_h_error": 1.32}
 
 
 def make_data(config):
-  """ETDRK4 trajectories: train [B, train_steps + 1, n], val [B, R + 1, n]."""
+  """ETDRK4 trajectories: train [B, train_steps + 1, n], val [B, R + 1, n].
+
+  config.pde.h_filter < 1 keeps int(num * h_filter) of the num_train and
+  num_val generated (`pde.lowest_h_variation`, the official loader's H
+  filter); 1.0 keeps all.
+  """
   p = config.pde
   grid = pde.periodic_grid(p.n_x, p.length)
   root = rng.root_key(config.train.seed)
@@ -54,8 +59,21 @@ def make_data(config):
       num_saves=num_saves,
     )
 
-  train = trajectories("train_ics", p.num_train, p.train_steps)
-  val = trajectories("val_ics", p.num_val, p.rollout_steps)
+  if p.h_filter == 1.0:
+    train = trajectories("train_ics", p.num_train, p.train_steps)
+    val = trajectories("val_ics", p.num_val, p.rollout_steps)
+    return grid, train, val
+
+  # The official H filter: of the generated trajectories keep the fraction
+  # whose H varies least over the whole trajectory, in both splits; the
+  # training split is then cut to its window.
+  def filtered(name, key):
+    full = trajectories(name, p[key], p.rollout_steps)
+    keep = pde.lowest_h_variation(full, grid, _hns.num_kept(p, key))
+    return full[keep]
+
+  train = filtered("train_ics", "num_train")[:, : p.train_steps + 1]
+  val = filtered("val_ics", "num_val")
   return grid, train, val
 
 

@@ -33,6 +33,8 @@ from lib.pde.grid import periodic_grid
 from lib.pde.grid import quadrature_weights
 from lib.pde.hamiltonians import functional_derivative_label
 from lib.pde.hamiltonians import hamiltonian
+from lib.pde.hamiltonians import kdv_fd_hamiltonian
+from lib.pde.hamiltonians import lowest_h_variation
 from lib.pde.hns import IntegralKernelFunctional
 from lib.pde.hns import KernelMLPFunctional
 from lib.pde.hns import MLPFunctional
@@ -77,6 +79,8 @@ __all__ = [
   "functional_derivative",
   "functional_derivative_label",
   "hamiltonian",
+  "kdv_fd_hamiltonian",
+  "lowest_h_variation",
   "hamiltonian_error",
   "hamiltonian_vector_field",
   "integrate",

@@ -9,6 +9,7 @@ from configs import hns_advection as advection_config
 from configs import hns_kdv as config_lib
 from experiments import _hns
 from experiments import hns_kdv
+from lib import pde
 from lib.core import errors
 from lib.pde import comparison
 from lib.pde import solver
@@ -145,7 +146,7 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
   config = config_lib.get_config("smoke")
   with config.unlocked():  # two kinds keep it short; compare() is tested above
     config.baselines = ("next_step_cnn",)
-    config.corr_batch = 4  # two official batches of the 8 trajectories
+    config.corr_batch = 4  # two official batches of the 8 kept trajectories
   r = hns_kdv.run(config, str(tmp_path))
   steps = config.pde.rollout_steps
   corr = r["corr_time_vs_best"]
@@ -158,7 +159,8 @@ def test_smoke_run_writes_results(tmp_path, fast_compile):
   )
   # One seed: the interval is over the official batches.
   assert corr["units"] == "batches"
-  assert corr["num_units"] == config.pde.num_val // config.corr_batch
+  num_val = _hns.num_kept(config.pde, "num_val")  # the H filter keeps 8
+  assert corr["num_units"] == num_val // config.corr_batch
   assert corr["lo"] <= corr["point"] <= corr["hi"]
   assert set(corr["num_diverged"]) == {"hns", "next_step_cnn"}
   assert 0.0 <= r["hns"]["finite_fraction"] <= 1.0
@@ -192,11 +194,58 @@ def test_data_are_kdv_trajectories():
   config = config_lib.get_config("smoke")
   grid, train, val = hns_kdv.make_data(config)
   p = config.pde
-  assert train.shape == (p.num_train, p.train_steps + 1, p.n_x)
-  assert val.shape == (p.num_val, p.rollout_steps + 1, p.n_x)
+  kept = (_hns.num_kept(p, "num_train"), _hns.num_kept(p, "num_val"))
+  assert train.shape == (kept[0], p.train_steps + 1, p.n_x)
+  assert val.shape == (kept[1], p.rollout_steps + 1, p.n_x)
   # The spatial mean is a KdV invariant.
   mean = np.asarray(val).mean(axis=-1)
   np.testing.assert_allclose(mean, mean[:, :1] * np.ones_like(mean), atol=1e-5)
+
+
+def test_h_filter_keeps_the_steadiest_half_of_both_splits():
+  config = config_lib.get_config("smoke")
+  p = config.pde
+  assert p.h_filter == 0.5 and (p.num_train, p.num_val) == (16, 16)
+  grid, train, val = hns_kdv.make_data(config)
+  assert train.shape == (8, p.train_steps + 1, p.n_x)
+  assert val.shape == (8, p.rollout_steps + 1, p.n_x)
+  # The kept are the generated trajectories of least FD-H variance (the
+  # unfiltered draw of the same counts is the generated set), in their
+  # order; the training ones are cut to the training window.
+  with config.unlocked():
+    config.pde.h_filter = 1.0
+  _, train_all, val_all = hns_kdv.make_data(config)
+
+  def rows(kept, every):
+    every = np.asarray(every)
+    r = [int(np.argmin(np.abs(every[:, 0] - u0).sum(-1))) for u0 in kept[:, 0]]
+    np.testing.assert_allclose(kept, every[r, : kept.shape[1]], atol=1e-5)
+    return r
+
+  var = np.var(np.asarray(pde.kdv_fd_hamiltonian(val_all, grid)), axis=1)
+  assert rows(val, val_all) == sorted(np.argsort(var)[:8])
+  r = rows(train, train_all)
+  assert len(set(r)) == 8 and r == sorted(r)
+
+
+def test_every_variant_filters_unless_keep_all():
+  # Quick and gpu generate twice what they keep; ':keep_all' is the earlier
+  # setting (every generated trajectory, the same counts kept).
+  for variant, kept in (("quick", (256, 64)), ("gpu", (512, 32))):
+    filtered = config_lib.get_config(variant).pde
+    every = config_lib.get_config(f"{variant},keep_all").pde
+    assert (filtered.h_filter, every.h_filter) == (0.5, 1.0)
+    for key, n in zip(("num_train", "num_val"), kept, strict=True):
+      assert _hns.num_kept(filtered, key) == n == _hns.num_kept(every, key)
+
+
+@pytest.mark.parametrize("value", [0.0, 1.5, 0.1])
+def test_bad_h_filter_fails_before_any_data(tmp_path, value):
+  config = config_lib.get_config("smoke")
+  with config.unlocked():
+    config.pde.h_filter = value
+  with pytest.raises(errors.ConfigError, match="config.pde.h_filter"):
+    hns_kdv.run(config, str(tmp_path))
 
 
 def test_next_step_target_defaults_to_the_official_state_everywhere():
@@ -208,14 +257,17 @@ def test_next_step_target_defaults_to_the_official_state_everywhere():
 
 def test_paper_variant_takes_the_official_kdv_optimizer():
   # configs/hamiltonian/kdv.yaml: HNS lr 2e-5, 250 epochs; the baselines'
-  # 1e-4. 2,048 trajectories in batches of 32: 64 steps an epoch here.
-  config = config_lib.get_config()
-  assert config.schedule == "official"
-  assert config.train.num_steps == 250 * 64
-  for kind, lr in (("hns", 2e-5), ("next_step_cnn", 1e-4)):
-    sched = _hns.learning_rate(config, kind)
-    np.testing.assert_allclose(float(sched(6399)), lr, rtol=1e-6)
-    np.testing.assert_allclose(float(sched(6400)), 0.8 * lr, rtol=1e-6)
+  # 1e-4. The H filter keeps 1,024 of 2,048 trajectories, in batches of 32:
+  # 32 steps an epoch; ':keep_all' trains on all 2,048 (64 an epoch).
+  for arg, per_epoch in (("", 32), ("keep_all", 64)):
+    config = config_lib.get_config(arg)
+    assert config.schedule == "official"
+    assert config.train.num_steps == 250 * per_epoch
+    for kind, lr in (("hns", 2e-5), ("next_step_cnn", 1e-4)):
+      sched = _hns.learning_rate(config, kind)
+      boundary = 100 * per_epoch
+      np.testing.assert_allclose(float(sched(boundary - 1)), lr, rtol=1e-6)
+      np.testing.assert_allclose(float(sched(boundary)), 0.8 * lr, rtol=1e-6)
 
 
 @pytest.mark.parametrize("target", ["state", "increment"])

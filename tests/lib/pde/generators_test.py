@@ -157,3 +157,43 @@ def test_wave_of_a_bfloat16_state():
   assert out.dtype == jnp.bfloat16
   phi = np.asarray(out[0, 0, 0], np.float32)
   np.testing.assert_allclose(phi, np.sin(g.x) * np.cos(1.0), atol=0.01)
+
+
+def test_kdv_fd_hamiltonian_is_the_five_point_stencil_symbol():
+  # u = a sin(k x): int -u^3/6 = 0 over whole periods, and the 5-point u_xx
+  # of sin(k x) is lambda sin(k x) with lambda = (-2 cos 2w + 32 cos w - 30)
+  # / (12 dx^2), w = k dx; so H = -a^2 lambda L / 4 exactly, which tends to
+  # the continuum 1/2 int u_x^2 = a^2 k^2 L / 4 at 4th order.
+  with jax.enable_x64(True):
+    length, a = 16.0, 0.7
+    for n in (32, 64):
+      g = pde.periodic_grid(n, length)
+      k = 2 * np.pi * 3 / length
+      w = k * g.dx
+      lam = (-2 * np.cos(2 * w) + 32 * np.cos(w) - 30) / (12 * g.dx**2)
+      h = pde.kdv_fd_hamiltonian(a * jnp.sin(k * g.x), g)
+      np.testing.assert_allclose(h, -(a**2) * lam * length / 4, rtol=1e-12)
+    errs = []
+    for n in (64, 128):
+      g = pde.periodic_grid(n, length)
+      h = pde.kdv_fd_hamiltonian(a * jnp.sin(k * g.x), g)
+      errs.append(abs(float(h) - a**2 * k**2 * length / 4))
+    assert 14 < errs[0] / errs[1] < 18  # 4th order: 16x per halving
+
+
+def test_lowest_h_variation_keeps_the_steadiest_in_order():
+  with jax.enable_x64(True):
+    length, n = 16.0, 64
+    g = pde.periodic_grid(n, length)
+    k = 2 * np.pi / length
+    t = np.linspace(0.0, 1.0, 9)[:, None]
+    base = np.sin(k * np.asarray(g.x))[None, :]
+    # H of (1 + s t) sin(kx) varies over time by the slope s; s = 0 is steady.
+    slopes = np.array([0.5, 0.0, 2.0, 0.1, 1.0])
+    traj = (1.0 + slopes[:, None, None] * t[None]) * base[None]
+    np.testing.assert_array_equal(pde.lowest_h_variation(traj, g, 3), [0, 1, 3])
+    np.testing.assert_array_equal(pde.lowest_h_variation(traj, g, 5), range(5))
+    with pytest.raises(errors.ConfigError, match="num_keep=0"):
+      pde.lowest_h_variation(traj, g, 0)
+    with pytest.raises(errors.ShapeError, match=r"\[B, T, n\]"):
+      pde.lowest_h_variation(traj[0], g, 1)
