@@ -4,8 +4,9 @@ Each `experiments/<name>.py` ends with `_cli.main(run, check=check_config)`.
 This module defines the flags (`--config`, locked; `--workdir`; `--distributed`
 and its `--distributed_timeout_s`), starts JAX (distributed when asked), checks
 the config (`check(config)`: the binary's own checks, then the training
-sections) before anything touches the workdir, takes the workdir's lock (one
-run per workdir, `lib.train.workdir.lock`), calls `run(config, workdir)`, and
+sections) before anything touches the workdir, turns on a persistent compilation
+cache in it (`default_compilation_cache`), takes the workdir's lock (one run per
+workdir, `lib.train.workdir.lock`), calls `run(config, workdir)`, and
 turns bad input into a one-line error. `run` calls its `check_config` first as
 well, for callers in process (tests, notebooks). SIGTERM and
 SIGINT anywhere stop the run with a "preempted" line and exit code 128 + signal
@@ -111,13 +112,44 @@ def _exit_now(code: int) -> None:
   os._exit(code)
 
 
+def default_compilation_cache(workdir: str) -> str | None:
+  """Turns on JAX's persistent compilation cache at `<workdir>/jax_cache`.
+
+  A program compiled once is then loaded, not compiled again, wherever this
+  run traces it anew: the same step under a new closure (another method or
+  run of a sweep, e.g. quartet_scaling's runs of one size at each token
+  count) and every program of a rerun or resumed run. Cached executables are
+  the compiled ones, so no number changes. Left alone where a cache is set
+  already (`JAX_COMPILATION_CACHE_DIR`, as `experiments.reproduce` gives its
+  children), for a remote workdir and for a multi-process run.
+
+  Returns:
+    the cache directory turned on here, or None.
+  """
+  import jax
+
+  if (
+    jax.config.jax_compilation_cache_dir
+    or "://" in workdir
+    or jax.process_count() > 1
+  ):
+    return None
+  path = os.path.join(os.path.abspath(workdir), "jax_cache")
+  jax.config.update("jax_compilation_cache_dir", path)
+  if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+    # As `experiments.reproduce` (JAX's default, 1 s, skips many inits).
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+  return path
+
+
 def execute(run, config, workdir, check=None):
   """What the CLI does once JAX is up: the steps tests can call in process.
 
   The config is checked before the workdir is touched: the training sections
   first (a bad log_every must not reach an experiment's own checks, which
   divide by it), then the binary's `check(config)`; so a bad override writes
-  no config.json that a corrected rerun would refuse. Then `run(config,
+  no config.json that a corrected rerun would refuse. Then, with the
+  persistent compilation cache on (`default_compilation_cache`), `run(config,
   workdir)` runs holding the workdir's lock. Errors propagate; `main` prints
   them.
   """
@@ -126,6 +158,7 @@ def execute(run, config, workdir, check=None):
   workdir_lib.validate_sections(config)
   if check is not None:
     check(config)
+  default_compilation_cache(workdir)
   with workdir_lib.lock(workdir):
     return run(config, workdir)
 

@@ -1,5 +1,7 @@
 """Bad input at the command line ends with a one-line error naming the problem."""
 
+import os
+
 import pytest
 
 from tests.helpers import run_binary
@@ -52,3 +54,26 @@ def test_unwritable_workdir_and_missing_config(tmp_path):
   )
   assert proc.returncode != 0
   assert "No such file" in _last_line(proc) and "Traceback" not in proc.stderr
+
+
+def test_a_run_caches_its_compiled_programs_in_its_workdir(tmp_path):
+  # Without a cache of the caller's, a binary turns on JAX's persistent
+  # cache in <workdir>/jax_cache; with one (JAX_COMPILATION_CACHE_DIR, as
+  # experiments.reproduce sets for its children) it leaves the workdir alone.
+  every = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+  ours = tmp_path / "ours"
+  for workdir, env in (
+    (tmp_path / "own", {**every, "JAX_COMPILATION_CACHE_DIR": ""}),
+    (tmp_path / "given", {**every, "JAX_COMPILATION_CACHE_DIR": str(ours)}),
+  ):
+    proc = run_binary(
+      "experiments.simplicity_bias",
+      *_SMOKE,
+      *_FAST,
+      f"--workdir={workdir}",
+      env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+  assert os.listdir(tmp_path / "own" / "jax_cache")
+  assert not (tmp_path / "given" / "jax_cache").exists()
+  assert os.listdir(ours)
