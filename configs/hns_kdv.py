@@ -4,9 +4,10 @@ Run (the CPU reproduction, ~2 min of CPU on 2 cores):
   python -m experiments.hns_kdv --config configs/hns_kdv.py:quick \
     --workdir runs/hns_kdv
 Variants: (default) the paper's setting (L 100, n_x 256, 2048 train / 256
-  validation, global FiLM SIREN 32 x 4, smooth 11-point J, dt 0.5; the
+  validation generated, half of each kept by the H filter, below; global
+  FiLM SIREN 32 x 4, smooth 11-point J, dt 0.5; the
   official AdamW rates and StepLR for 250 epochs, config.schedule); quick:
-  n_x 128, 256 train / 64 rolled out, 2 FiLM conv layers, 1k steps, one
+  n_x 128, 256 train / 64 rolled out (kept), 2 FiLM conv layers, 1k steps, one
   seed; add ',smoke' for a seconds-long run (tests). Every variant applies
   the official loader's H filter (config.pde.h_filter, its measure ours);
   ',keep_all' keeps every generated trajectory (the runs until 2026-12-06).
