@@ -112,6 +112,12 @@ def _exit_now(code: int) -> None:
   os._exit(code)
 
 
+# Programs that compile in at least this many seconds enter a persistent
+# cache (JAX's default, 1 s, leaves out many inits); the reproduce driver
+# gives its children the same.
+CACHE_MIN_COMPILE_SECS = 0.5
+
+
 def default_compilation_cache(workdir: str) -> str | None:
   """Turns on JAX's persistent compilation cache at `<workdir>/jax_cache`.
 
@@ -122,6 +128,9 @@ def default_compilation_cache(workdir: str) -> str | None:
   the compiled ones, so no number changes. Left alone where a cache is set
   already (`JAX_COMPILATION_CACHE_DIR`, as `experiments.reproduce` gives its
   children), for a remote workdir and for a multi-process run.
+
+  JAX decides once, at a process's first compilation, whether it caches:
+  this must run before anything compiles (the config checks do not).
 
   Returns:
     the cache directory turned on here, or None.
@@ -137,8 +146,9 @@ def default_compilation_cache(workdir: str) -> str | None:
   path = os.path.join(os.path.abspath(workdir), "jax_cache")
   jax.config.update("jax_compilation_cache_dir", path)
   if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
-    # As `experiments.reproduce` (JAX's default, 1 s, skips many inits).
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update(
+      "jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_SECS
+    )
   return path
 
 

@@ -23,6 +23,7 @@ import time
 import jax
 from absl import logging
 
+from experiments import _cli
 from lib import train as train_lib
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -204,7 +205,10 @@ def run_experiment(
   env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   if cache_dir:
     env.setdefault("JAX_COMPILATION_CACHE_DIR", cache_dir)
-    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    env.setdefault(
+      "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+      str(_cli.CACHE_MIN_COMPILE_SECS),
+    )
   with open(log_path, "w") as log:
     proc = subprocess.Popen(
       cmd,
