@@ -8,9 +8,13 @@ Every method gets the same learning-rate budget (the same number of lrs), and
 one sweep member is one lr rank and one seed of EVERY compared method
 (lib.optim.sadl.compare.sweep_member), so each dimension of the quadratic and
 the whole MLP comparison is one vmapped program whose methods share the round
-keys. Each method's lr is chosen by final *train* loss (mean over seeds), and
-runs that went non-finite are recorded with the round where they did (never
-dropped).
+keys. Each method's lr is chosen by a mean over seeds: on the quadratic by its
+final L_T/L_0; on the MLP by `config.mlp.lr_selection`, "validation" (the
+final error on a part of the training split held out of every client,
+`config.mlp.val_fraction`; the test split is the same either way and never
+chooses) or "train_loss" (the final training loss, every training image on
+a client: the protocol until 2026-12-06). Runs that went non-finite are
+recorded with the round where they did (never dropped).
 
 Two parts:
   (i) spec E.B's power-law quadratic dimension sweep: with eps = 1e-3, SADL's
@@ -44,12 +48,16 @@ from lib import models
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
+from lib.data.digits import holdout
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.optim import sadl as sadl_lib
 from lib.optim.sadl import compare
 
 UNCOMPRESSED = compare.UNCOMPRESSED
+# config.mlp.lr_selection -> the final evaluation an lr is chosen by (lower
+# wins; a mean over seeds).
+LR_SELECTION = {"validation": "val_error", "train_loss": "train_loss"}
 
 
 def check_part(part, where: str) -> None:
@@ -90,6 +98,11 @@ def check_part(part, where: str) -> None:
     _checks.integer(part.local_steps, f"{where}.local_steps")
     _checks.number(part.client_lr, f"{where}.client_lr", above=0)
     _checks.fraction(part.test_fraction, f"{where}.test_fraction")
+    train_lib.check_one_of(
+      part.lr_selection, tuple(LR_SELECTION), f"{where}.lr_selection"
+    )
+    if part.lr_selection == "validation":
+      _checks.fraction(part.val_fraction, f"{where}.val_fraction")
   else:  # the quadratic part
     _checks.integers(part.dims, f"{where}.dims")
     _checks.integer(part.sketch_size, f"{where}.sketch_size", minimum=2)
@@ -98,13 +111,24 @@ def check_part(part, where: str) -> None:
 
 
 def digits_problem(config) -> compare.Problem:
-  """8-client digits split, the MLP loss, per-seed initial params, the eval."""
+  """8-client digits split, the MLP loss, per-seed initial params, the eval.
+
+  With `config.mlp.lr_selection` "validation", `val_fraction` of the training
+  split is held out of every client and evaluated as "val_error"; the test
+  split is the same in both modes.
+  """
   m = config.mlp
   images, labels = load_digits()
   x = images.reshape(len(images), -1) / 16.0
   train_idx, test_idx = split_indices(
     len(x), test_fraction=m.test_fraction, seed=config.seed
   )
+  held = {}
+  if m.lr_selection == "validation":
+    train_idx, val_idx = holdout(
+      train_idx, fraction=m.val_fraction, seed=config.seed
+    )
+    held["val"] = {"x": x[val_idx], "y": labels[val_idx]}
   c = config.num_clients
   per_client = (len(train_idx) // c) // 2 * 2
   order = np.random.default_rng(config.seed).permutation(train_idx)
@@ -136,14 +160,19 @@ def digits_problem(config) -> compare.Problem:
     idx = jax.random.randint(key, (m.batch_size,), 0, per_client)
     return jax.tree.map(lambda a: a[idx], client_data)
 
+  def accuracy(p, part):
+    return jnp.mean(jnp.argmax(model.apply(p, part["x"]), -1) == part["y"])
+
   def evaluate(flat, data):
     p = unravel["fn"](flat)
-    logits = model.apply(p, data["test"]["x"])
-    return {
+    out = {
       "train_loss": loss_fn(p, data["train"]),
-      "test_acc": jnp.mean(jnp.argmax(logits, -1) == data["test"]["y"]),
+      "test_acc": accuracy(p, data["test"]),
       "params_l2": jnp.linalg.norm(flat),
     }
+    if "val" in data:
+      out["val_error"] = 1.0 - accuracy(p, data["val"])
+    return out
 
   return compare.Problem(
     dim=dim,
@@ -151,6 +180,7 @@ def digits_problem(config) -> compare.Problem:
       "clients": {"x": x[client_idx], "y": labels[client_idx]},
       "train": {"x": x[train_idx], "y": labels[train_idx]},
       "test": {"x": x[test_idx], "y": labels[test_idx]},
+      **held,
     },
     loss_fn=loss_fn,
     batch_fn=batch_fn,
@@ -190,8 +220,8 @@ def compare_methods(runs, *, part, problem, metric, config, mesh, workdir, tag):
   """One sweep: every run at every (lr, seed) in one vmapped program.
 
   Returns:
-    (rows, steps): tag -> the run's row at its best lr by the final train
-    `metric` (`compare.method_rows`), and the evaluated rounds.
+    (rows, steps): tag -> the run's row at its best lr by the final
+    `metric`, lower wins (`compare.method_rows`), and the evaluated rounds.
   """
   clients = sadl_lib.shard_clients(problem.data["clients"], mesh)
   sadl_lib.check_client_data(clients, mesh, config.num_clients)
@@ -280,7 +310,7 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
       mlp_runs(m, problem.dim),
       part=m,
       problem=problem,
-      metric="train_loss",
+      metric=LR_SELECTION[m.lr_selection],
       config=config,
       mesh=mesh,
       workdir=workdir,
@@ -294,8 +324,9 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
       curve_test_acc=curves["test_acc"],
       curve_train_loss=curves["train_loss"],
     )
+    val = f", val error {row['val_error']:.4f}" if "val_error" in row else ""
     _log(
-      f"mlp {tag}: train loss {row['train_loss']:.4f}, test acc "
+      f"mlp {tag}: train loss {row['train_loss']:.4f}{val}, test acc "
       f"{row['test_acc']:.4f}",
       row,
     )
@@ -303,6 +334,12 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
     "dim": problem.dim,
     "clients_per_device": config.num_clients // mesh.size,
     "seeds": m.seeds,
+    # What chose each method's lr (config.mlp.lr_selection) and the images
+    # each part holds.
+    "lr_selection": LR_SELECTION[m.lr_selection],
+    "split_sizes": {
+      k: int(v["y"].shape[0]) for k, v in problem.data.items() if k != "clients"
+    },
     **rows,
   }
   out.update(compare.summarize_mlp(rows, m.compressions))

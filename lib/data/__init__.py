@@ -5,6 +5,7 @@ from lib.data.clusters import bayes_logodds
 from lib.data.clusters import cluster_means
 from lib.data.clusters import sample_gaussian_clusters
 from lib.data.digits import class_tasks
+from lib.data.digits import holdout
 from lib.data.digits import load_digits
 from lib.data.digits import split_indices
 from lib.data.spurious import make_patch_digits

@@ -33,6 +33,31 @@ def split_indices(
   return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
+def holdout(
+  indices: np.ndarray, *, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+  """Deterministic random (kept, held) split of `indices`, each sorted.
+
+  Holds a validation part out of a training split (e.g. `split_indices`'s
+  train part) to choose hyperparameters on, so that the test part stays
+  unseen and identical with or without the hold-out. The permutation is
+  drawn from the stream (seed, 1), apart from `split_indices`'s (seed).
+  """
+  indices = np.asarray(indices)
+  if not 0.0 < fraction < 1.0:
+    raise errors.ConfigError(
+      f"holdout fraction must be in (0, 1), got {fraction}"
+    )
+  n_held = int(round(len(indices) * fraction))
+  if not 0 < n_held < len(indices):
+    raise errors.ConfigError(
+      f"holdout fraction {fraction} of {len(indices)} indices leaves "
+      f"{n_held} held and {len(indices) - n_held} kept: both need at least one"
+    )
+  perm = np.random.default_rng((seed, 1)).permutation(len(indices))
+  return np.sort(indices[perm[n_held:]]), np.sort(indices[perm[:n_held]])
+
+
 def class_tasks(
   tasks: dict[str, Sequence[int]], *, test_fraction: float, seed: int
 ) -> dict[str, np.ndarray]:

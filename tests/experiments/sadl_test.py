@@ -2,8 +2,8 @@
 
 Oracles: optax.adam on the exact gradient of the mean client loss (K = 1,
 client lr 1: the mean delta is that gradient, and the identity sketch makes
-SADL distributed Adam), the lr selection rule recomputed from the metrics
-rows, and a one-process run of the same config against two processes.
+SADL distributed Adam), the lr selection rule (validation error, or the
+earlier train loss) recomputed from the metrics rows, and a one-process run of the same config against two processes.
 """
 
 import json
@@ -57,11 +57,12 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
   q_logs = q.train.num_steps // q.train.log_every
   m_logs = m.train.num_steps // m.train.log_every
   assert len(rows) == (
-    len(q.dims) * q_logs * 3 * q.seeds + m_logs * 3 * m.seeds
+    len(q.dims) * q_logs * len(q.lrs.sadl) * q.seeds
+    + m_logs * len(m.lrs.sadl) * m.seeds
   )
   assert (tmp_path / "mlp" / "ckpt").is_dir()
   assert {r["run"] for r in rows if r["run"].startswith("mlp/")} == {
-    f"mlp/lr_index{i}/seed{s}" for i in range(3) for s in range(2)
+    f"mlp/lr_index{i}/seed{s}" for i in range(len(m.lrs.sadl)) for s in range(2)
   }
 
   quad = results["quadratic"]["d256"]
@@ -74,21 +75,14 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
   assert d == 64 * 16 + 16 + 16 * 10 + 10
   assert mlp["adam"]["bytes_per_round"] == 2 * 4 * d
   assert mlp["sadl_10x"]["bytes_per_round"] == 2 * 4 * (d // 10)
-  for tag in ("sadl_10x", "sketched_sgd_10x", "fetchsgd_10x", "adam"):
-    row = mlp[tag]
-    assert len(row["sweep"]) == 3 and len(row["per_seed"]["test_acc"]) == 2
-    # The chosen lr has the lowest mean final *train* loss over seeds,
-    # recomputed from the metrics rows.
-    lrs = m.lrs[compare.lr_key(tag.removesuffix("_10x"))]
-    final = {}
-    for r in rows:
-      if r["run"].startswith("mlp/") and r["step"] == 6:
-        lr = lrs[int(r["run"].split("/")[1][len("lr_index") :])]
-        final.setdefault(lr, []).append(float(r[f"{tag}/train_loss"]))
-    assert row["lr"] == pytest.approx(
-      min(final, key=lambda k: np.mean(final[k]))
-    )
-    assert row["train_loss"] == pytest.approx(np.mean(final[row["lr"]]))
+  _check_lr_choice(mlp, rows, m, "val_error", m.train.num_steps)
+  # The validation images are held out of the training split (the clients
+  # train on the rest); the test split is the one without a hold-out.
+  sizes = mlp["split_sizes"]
+  n_test = round(1797 * m.test_fraction)
+  assert sizes["test"] == n_test
+  assert sizes["val"] == round((1797 - n_test) * m.val_fraction)
+  assert sizes["train"] + sizes["val"] + n_test == 1797
   # Six rounds of Adam on digits already beat chance (0.1) by far.
   assert mlp["adam"]["test_acc"] > 0.2
 
@@ -121,6 +115,46 @@ def test_smoke_run_reports_every_method(tmp_path, fast_compile):
       ),
     },
   )
+
+
+def _check_lr_choice(mlp, rows, m, metric, last_step):
+  """Each method's lr has the lowest mean final `metric` over seeds (ties to
+  the first), recomputed from the metrics rows."""
+  assert mlp["lr_selection"] == metric
+  for tag in ("sadl_10x", "sketched_sgd_10x", "fetchsgd_10x", "adam"):
+    if tag not in mlp:
+      continue
+    row = mlp[tag]
+    lrs = m.lrs[compare.lr_key(tag.removesuffix("_10x"))]
+    assert (
+      len(row["sweep"]) == len(lrs) and len(row["per_seed"]["test_acc"]) == 2
+    )
+    final = {lr: [] for lr in lrs}
+    for r in rows:
+      if r["run"].startswith("mlp/") and r["step"] == last_step:
+        lr = lrs[int(r["run"].split("/")[1][len("lr_index") :])]
+        final[lr].append(float(r[f"{tag}/{metric}"]))
+    assert row["lr"] == pytest.approx(
+      min(final, key=lambda k: np.mean(final[k]))
+    )
+    assert row[metric] == pytest.approx(np.mean(final[row["lr"]]))
+
+
+def test_train_loss_selection_has_no_hold_out(tmp_path, fast_compile):
+  """`select_train_loss`: the earlier protocol, every training image on a
+  client, the lr chosen by the final training loss."""
+  config = sadl_config.get_config("quick,smoke,select_train_loss")
+  config.quadratic.enabled = False
+  config.mlp.methods = ("sadl",)
+  m = config.mlp
+  results = sadl_exp.run(config, str(tmp_path))
+  mlp = results["mlp"]
+  _check_lr_choice(
+    mlp, train_lib.read_jsonl(str(tmp_path)), m, "train_loss", m.train.num_steps
+  )
+  assert "val_error" not in mlp["sadl_10x"] and "val" not in mlp["split_sizes"]
+  n_test = round(1797 * m.test_fraction)
+  assert mlp["split_sizes"] == {"train": 1797 - n_test, "test": n_test}
 
 
 def _adam_oracle(config, d, lr):
@@ -221,6 +255,8 @@ def test_bad_input_is_a_clear_error(tmp_path):
     ("mlp.local_steps", 0, r"config\.mlp\.local_steps=0"),
     ("mlp.client_lr", float("nan"), r"config\.mlp\.client_lr=nan"),
     ("mlp.test_fraction", 0.0, r"config\.mlp\.test_fraction=0\.0"),
+    ("mlp.val_fraction", 1.0, r"config\.mlp\.val_fraction=1\.0"),
+    ("mlp.lr_selection", "test_acc", r"config\.mlp\.lr_selection='test_acc'"),
     ("quadratic.sketch_size", 0, r"config\.quadratic\.sketch_size=0"),
     ("quadratic.b2", 1.0, r"config\.quadratic\.b2=1\.0 must be"),
   ],

@@ -52,3 +52,35 @@ def test_bad_tasks_are_one_line_errors(tasks, match):
   # two "disjoint" tasks, an empty class list an empty task.
   with pytest.raises(errors.ConfigError, match=match):
     digits.class_tasks(tasks, test_fraction=0.3, seed=0)
+
+
+def test_holdout_partitions_the_training_split_and_leaves_test_alone():
+  train, test = digits.split_indices(1797, test_fraction=0.2, seed=3)
+  kept, held = digits.holdout(train, fraction=0.25, seed=3)
+  # A partition of the training indices, each part sorted, sizes by rounding.
+  assert len(held) == round(0.25 * len(train)) and len(kept) + len(held) == len(
+    train
+  )
+  np.testing.assert_array_equal(np.sort(np.concatenate([kept, held])), train)
+  assert np.all(np.diff(kept) > 0) and np.all(np.diff(held) > 0)
+  assert not np.isin(held, test).any() and not np.isin(kept, test).any()
+  # Deterministic in the seed; another seed holds out other images.
+  np.testing.assert_array_equal(
+    digits.holdout(train, fraction=0.25, seed=3)[1], held
+  )
+  assert not np.array_equal(
+    digits.holdout(train, fraction=0.25, seed=4)[1], held
+  )
+
+
+@pytest.mark.parametrize(
+  "n, fraction, match",
+  [
+    (10, 0.0, r"must be in \(0, 1\)"),
+    (10, 1.0, r"must be in \(0, 1\)"),
+    (3, 0.1, "leaves 0 held and 3 kept"),
+  ],
+)
+def test_bad_holdout_is_a_one_line_error(n, fraction, match):
+  with pytest.raises(errors.ConfigError, match=match):
+    digits.holdout(np.arange(n), fraction=fraction, seed=0)
