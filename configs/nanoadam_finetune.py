@@ -5,7 +5,9 @@ Run (the CPU reproduction, ~1-2 min on 2 cores):
     --config configs/nanoadam_finetune.py:quick --workdir runs/nanoadam_finetune
 Variants: (default) longer fine-tuning, 8 learning rates x 3 seeds;
   quick: the CPU reproduction (6 lrs x 3 seeds); add ',smoke' for a
-  seconds-long run (tests, the kill test).
+  seconds-long run (tests, the kill test), ',select_train_loss' for the
+  earlier lr choice (final training loss, no validation split: the runs
+  until 2026-12-06, bit for bit).
 """
 
 import ml_collections
@@ -14,7 +16,9 @@ from configs import common
 
 
 def get_config(arg=None):
-  arg = common.parse_arg(arg, variant="full", smoke=False)
+  arg = common.parse_arg(
+    arg, variant="full", smoke=False, select_train_loss=False
+  )
   common.check_variant(arg.variant, ("full", "quick", "gpu"))
   config = ml_collections.ConfigDict()
   config.variant = arg.variant
@@ -42,6 +46,13 @@ def get_config(arg=None):
     batch_size=64,
     lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1),
     seeds=3,
+    # What selects each method's lr: "validation", the mean over seeds of
+    # the final new-task error on val_fraction of the 5-9 training images
+    # (held out of fine-tuning), or "train_loss" [the protocol until
+    # 2026-12-06], the final training loss, which picks the largest stable
+    # lr (the one that forgets the most).
+    lr_selection="train_loss" if arg.select_train_loss else "validation",
+    val_fraction=0.2,
     train=common.train_config(
       num_steps=600, log_every=100, checkpoint_every=600, eval_every=0
     ),
@@ -75,7 +86,8 @@ def get_config(arg=None):
     # The GPU tier (issue 35): 40 paired seeds (the stack holds 240 small
     # MLPs) at the full variant's step counts: the quick run's paired
     # new-task differences (-0.012, 3 seeds) need 38 seeds to settle.
-    config = common.variant_of(get_config("quick"), "gpu")
+    quick = "quick,select_train_loss" if arg.select_train_loss else "quick"
+    config = common.variant_of(get_config(quick), "gpu")
     config.pretrain.train.update(
       num_steps=1500, log_every=500, checkpoint_every=1500
     )

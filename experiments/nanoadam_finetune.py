@@ -5,9 +5,13 @@ Adam, NanoAdam (Adam on each layer's smallest-magnitude weights) and the
 equal-density random and largest-magnitude masks, each method's (lr, seed)
 grid as one `lib.train.run_sweep`. A seed fixes the minibatch order (paired
 comparisons) and the random mask; a run whose loss was ever non-finite is
-diverged (scored at chance, never selected); each lr is selected on final
-training loss, never on test accuracy. Reports new-task accuracy, forgetting,
-drift, paired differences against every baseline, and Spearman(|w|, |g|).
+diverged (scored at chance, never selected); each method's lr is selected by
+`config.finetune.lr_selection`, never on test accuracy: "validation" (the
+final new-task error on `val_fraction` of the 5-9 training images, held out
+of fine-tuning; the test sets are the same either way) or "train_loss" (the
+final training loss on every 5-9 training image: the protocol until
+2026-12-06). Reports new-task accuracy, forgetting, drift, paired differences
+against every baseline, and Spearman(|w|, |g|).
 
 Run: python -m experiments.nanoadam_finetune \
   --config configs/nanoadam_finetune.py:quick --workdir runs/nanoadam_finetune
@@ -50,6 +54,31 @@ TASKS = {"a": range(5), "b": range(5, 10)}  # pretrain on a, fine-tune on b
 HEADS = ("shared", "multi")
 
 
+# config.finetune.lr_selection -> the final metric an lr is chosen by (lower
+# wins; a mean over seeds, a diverged seed disqualifying).
+LR_SELECTION = {"validation": "val_error", "train_loss": "train_loss"}
+
+
+def finetune_data(config) -> dict:
+  """The digits as tasks a (0-4) and b (5-9), `digits.class_tasks`; with
+  `config.finetune.lr_selection` "validation", `val_fraction` of task b's
+  training images move to "x_b_val", "y_b_val" (`digits.holdout`)."""
+  data = digits.class_tasks(
+    TASKS, test_fraction=config.data.test_fraction, seed=config.data.split_seed
+  )
+  c = config.finetune
+  if c.lr_selection == "validation":
+    kept, held = digits.holdout(
+      np.arange(len(data["y_b_train"])),
+      fraction=c.val_fraction,
+      seed=config.data.split_seed,
+    )
+    for v in "xy":
+      train = data[f"{v}_b_train"]
+      data[f"{v}_b_train"], data[f"{v}_b_val"] = train[kept], train[held]
+  return data
+
+
 def _xent(model, params, x, y, task, head):
   """Cross-entropy of task `task`'s labels y: over all 10 logits (`head`
   "shared"), or over the task's own 5 ("multi", a head per task: the other
@@ -61,8 +90,8 @@ def _xent(model, params, x, y, task, head):
   return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
-def _accuracy(model, params, d, task, lo):  # On the task's test set.
-  x, y = d[f"x_{task}_test"], d[f"y_{task}_test"]
+def _accuracy(model, params, d, task, lo, part="test"):  # The task's test set.
+  x, y = d[f"x_{task}_{part}"], d[f"y_{task}_{part}"]
   return nanoadam_lib.task_accuracy(model.apply(params, x), y, lo)
 
 
@@ -128,6 +157,11 @@ def check_config(config) -> None:
   for method in config.methods:
     make_optimizer(method, 1e-3, config)  # Bad names / NanoAdam options.
   train_lib.check_one_of(config.head, HEADS, "config.head")
+  train_lib.check_one_of(
+    c.lr_selection, tuple(LR_SELECTION), "config.finetune.lr_selection"
+  )
+  if c.lr_selection == "validation":
+    _checks.fraction(c.val_fraction, "config.finetune.val_fraction")
   lrs = tuple(c.lrs)
   errors.check(
     len(lrs) > 0
@@ -155,12 +189,15 @@ def evaluator(model, head):
 
   def one(params, d):
     x, y = d["x_b_train"], d["y_b_train"]
-    return {
+    out = {
       "train_loss": _xent(model, params, x, y, "b", head),
       "new_acc": _accuracy(model, params, d, "b", 5),
       "old_acc": _accuracy(model, params, d, "a", 0),
       **nanoadam_lib.drift(params, d["params0"]),
     }
+    if "x_b_val" in d:
+      out["val_error"] = 1.0 - _accuracy(model, params, d, "b", 5, "val")
+    return out
 
   return jax.jit(jax.vmap(one, in_axes=(0, None)))
 
@@ -226,16 +263,22 @@ def summarize_method(config, s, old_acc_pre) -> dict:
   lrs = np.asarray(config.finetune.lrs, np.float64)
   new, old = s["new_acc"].mean(1), s["old_acc"].mean(1)
   forget = old_acc_pre - old
-  loss = s["train_loss"].mean(1)
-  means, _ = stats_lib.mean_over_seeds(s["train_loss"], diverged=s["diverged"])
+  metric = LR_SELECTION[config.finetune.lr_selection]
+  means, _ = stats_lib.mean_over_seeds(s[metric], diverged=s["diverged"])
   best = train_lib.select_best(means)
-  seed = [  # The lr selected on each seed's own training loss.
-    train_lib.select_best(loss_k, diverged=bad_k)
-    for loss_k, bad_k in zip(s["train_loss"].T, s["diverged"].T)
+  seed = [  # The lr selected on each seed's own metric.
+    train_lib.select_best(v_k, diverged=bad_k)
+    for v_k, bad_k in zip(s[metric].T, s["diverged"].T)
   ]
   top = int(np.argmax(new))
   ok = np.flatnonzero(new >= new[top] - config.stable_margin)
-  by_lr = {"train_loss": loss, "new_acc": new, "old_acc": old}
+  by_lr = {
+    "train_loss": s["train_loss"].mean(1),
+    "new_acc": new,
+    "old_acc": old,
+  }
+  if "val_error" in s:
+    by_lr["val_error"] = s["val_error"].mean(1)
   out = {
     "selected_lr": None if best is None else float(lrs[best]),
     "selected_index": best,
@@ -350,17 +393,22 @@ def _figure(path, config, summary, old_acc_pre):
   from experiments._plot import plt
 
   lrs = np.asarray(config.finetune.lrs)
+  metric = LR_SELECTION[config.finetune.lr_selection]
   panels = {
     "new_acc": "new-task (5-9) test accuracy",
     "forgetting": f"forgetting on 0-4 (pre {old_acc_pre:.3f})",
-    "train_loss": "final training loss on 5-9 (selects the lr: *)",
+    metric: {
+      "train_loss": "final training loss on 5-9",
+      "val_error": "validation error on 5-9",
+    }[metric]
+    + " (selects the lr: *)",
   }
   fig, axes = plt.subplots(1, 3, figsize=(14, 4))
   for ax, (k, label) in zip(axes, panels.items()):
     for method in config.methods:
       s, i = summary[method], summary[method]["selected_index"]
       (line,) = ax.plot(lrs, s[f"{k}_by_lr"], "o-", label=method)
-      if i is not None:  # The lr selected on training loss.
+      if i is not None:  # The selected lr.
         ax.plot(lrs[i], s[f"{k}_by_lr"][i], "*", ms=14, color=line.get_color())
     ax.set(xlabel="learning rate", ylabel=label, xscale="log")
     ax.set_yscale("log" if k == "train_loss" else "linear")
@@ -378,9 +426,7 @@ def run(config, workdir) -> dict:
   check_config(config)  # Bad methods or options fail before any write.
   train_lib.prepare_run(workdir, config)
   model = models.MLP(tuple(config.model.hidden), num_outputs=10)
-  data = digits.class_tasks(
-    TASKS, test_fraction=config.data.test_fraction, seed=config.data.split_seed
-  )
+  data = finetune_data(config)
   sweep = train_lib.Sweep(1 + len(config.methods), name="nanoadam_finetune")
   with sweep.run("pretrain"):
     params0, old_acc_pre = pretrain(config, model, data, workdir)
@@ -399,6 +445,10 @@ def run(config, workdir) -> dict:
   scratch = rng.stream(rng.root_key(config.seed), "scratch")
   summary.update(correlations(model, params0, scratch, data, config.head))
   summary["old_acc_pretrained"] = old_acc_pre
+  summary["lr_selection"] = LR_SELECTION[config.finetune.lr_selection]
+  summary["split_sizes"] = {
+    k[2:]: int(len(v)) for k, v in data.items() if k.startswith("y_")
+  }
   if train_lib.is_main_process():
     path = os.path.join(workdir, "finetune.png")
     train_lib.draw_figure(_figure, path, config, summary, old_acc_pre)

@@ -133,6 +133,12 @@ def test_zero_steps_and_early_errors(tmp_path, monkeypatch, fast_compile):
     ("interval_level", float("nan"), r"config\.interval_level=nan"),
     ("pretrain.lr", -1.0, r"config\.pretrain\.lr=-1\.0"),
     ("head", "both", r"config\.head='both'"),
+    (
+      "finetune.lr_selection",
+      "test_acc",
+      r"config\.finetune\.lr_selection='test_acc'",
+    ),
+    ("finetune.val_fraction", 1.0, r"config\.finetune\.val_fraction=1\.0"),
   ]
   for i, (key, value, match) in enumerate(bad):
     config = _config()
@@ -169,6 +175,67 @@ def test_multi_head_losses_leave_the_other_tasks_logits_without_gradient():
           assert np.all(rows == 0.0), (task, leaf.shape)
         else:
           assert np.abs(rows).max() > 0, (task, leaf.shape)
+
+
+def _rows_of(x, y):
+  """(label, pixels) rows in a canonical order: compares multisets."""
+  rows = np.concatenate([y[:, None], x], 1).astype(np.float64)
+  return rows[np.lexsort(rows.T[::-1])]
+
+
+def test_validation_images_are_held_out_of_the_new_task_training_set():
+  val = ex.finetune_data(config_lib.get_config("quick"))
+  old = ex.finetune_data(config_lib.get_config("quick,select_train_loss"))
+  assert "x_b_val" not in old
+  for k in ("x_a_train", "y_a_train", "x_a_test", "x_b_test", "y_b_test"):
+    np.testing.assert_array_equal(val[k], old[k])  # untouched
+  # b's training images split into training and validation, a fifth held.
+  n = len(old["y_b_train"])
+  assert len(val["y_b_val"]) == round(0.2 * n)
+  assert len(val["y_b_train"]) + len(val["y_b_val"]) == n
+  np.testing.assert_array_equal(
+    _rows_of(
+      np.concatenate([val["x_b_train"], val["x_b_val"]]),
+      np.concatenate([val["y_b_train"], val["y_b_val"]]),
+    ),
+    _rows_of(old["x_b_train"], old["y_b_train"]),
+  )
+  assert set(val["y_b_val"].tolist()) <= set(range(5, 10))
+
+
+def test_each_selection_mode_chooses_by_its_own_metric():
+  """Oracle: the lowest mean over seeds, an lr with a diverged seed
+  disqualified (per seed: that seed's lowest finite one); the two metrics
+  choose different lrs on the same runs."""
+  lrs = (1e-3, 1e-2, 1e-1, 1.0)
+  # [lrs, seeds]: the lowest of either metric is at lr 1, where seed 1
+  # diverged; of the rest, train loss is lowest at 1e-1, validation error
+  # at 1e-2.
+  s = {
+    "train_loss": np.array([[0.5, 0.6], [0.2, 0.3], [0.1, 0.1], [0.0, 0.0]]),
+    "val_error": np.array([[0.3, 0.2], [0.05, 0.1], [0.2, 0.2], [0.0, 0.0]]),
+    "new_acc": np.full((4, 2), 0.9),
+    "old_acc": np.full((4, 2), 0.8),
+    "drift": np.zeros((4, 2)),
+    "frac_changed": np.zeros((4, 2)),
+    "diverged": np.array([[0, 0], [0, 0], [0, 0], [0, 1]], bool),
+    "state_floats": 10,
+  }
+  expected = {
+    "quick": (1e-2, [1.0, 1e-2]),
+    "quick,select_train_loss": (1e-1, [1.0, 1e-1]),
+  }
+  for arg, (lr, by_seed) in expected.items():
+    config = config_lib.get_config(arg)
+    with config.unlocked():
+      config.finetune.lrs = lrs
+    runs = (
+      s if arg == "quick" else {k: v for k, v in s.items() if k != "val_error"}
+    )
+    out = ex.summarize_method(config, runs, 0.9)
+    assert out["selected_lr"] == lr and out["selected_lr_by_seed"] == by_seed
+    assert ("val_error" in out) == (arg == "quick")
+  assert out["train_loss"] == 0.1
 
 
 def _summary(new, forget, lrs):
