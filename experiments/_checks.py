@@ -94,3 +94,19 @@ def multiple_of(value: int, factor: int, what: str) -> None:
     _fail(f"{what}={value} must be a multiple of {factor!r}, which is not > 0")
   if value % factor:
     _fail(f"{what}={value} must be a multiple of {factor}")
+
+
+# `lr_selection` (sadl's `mlp`, nanoadam_finetune's `finetune`) -> the final
+# evaluation each method's lr is chosen by (lower wins, a mean over seeds):
+# "validation", the error on a part held out of the training images; or
+# "train_loss", the final training loss (the protocol until 2026-12-06).
+LR_SELECTION = {"validation": "val_error", "train_loss": "train_loss"}
+
+
+def lr_selection(part, key: str) -> str:
+  """Checks `part.lr_selection` (and `val_fraction` for "validation");
+  returns the metric it selects on (`LR_SELECTION`)."""
+  one_of(part.lr_selection, LR_SELECTION, f"{key}.lr_selection")
+  if part.lr_selection == "validation":
+    fraction(part.val_fraction, f"{key}.val_fraction")
+  return LR_SELECTION[part.lr_selection]

@@ -54,11 +54,6 @@ TASKS = {"a": range(5), "b": range(5, 10)}  # pretrain on a, fine-tune on b
 HEADS = ("shared", "multi")
 
 
-# config.finetune.lr_selection -> the final metric an lr is chosen by (lower
-# wins; a mean over seeds, a diverged seed disqualifying).
-LR_SELECTION = {"validation": "val_error", "train_loss": "train_loss"}
-
-
 def finetune_data(config) -> dict:
   """The digits as tasks a (0-4) and b (5-9), `digits.class_tasks`; with
   `config.finetune.lr_selection` "validation", `val_fraction` of task b's
@@ -157,11 +152,7 @@ def check_config(config) -> None:
   for method in config.methods:
     make_optimizer(method, 1e-3, config)  # Bad names / NanoAdam options.
   train_lib.check_one_of(config.head, HEADS, "config.head")
-  train_lib.check_one_of(
-    c.lr_selection, tuple(LR_SELECTION), "config.finetune.lr_selection"
-  )
-  if c.lr_selection == "validation":
-    _checks.fraction(c.val_fraction, "config.finetune.val_fraction")
+  _checks.lr_selection(c, "config.finetune")
   lrs = tuple(c.lrs)
   errors.check(
     len(lrs) > 0
@@ -263,7 +254,7 @@ def summarize_method(config, s, old_acc_pre) -> dict:
   lrs = np.asarray(config.finetune.lrs, np.float64)
   new, old = s["new_acc"].mean(1), s["old_acc"].mean(1)
   forget = old_acc_pre - old
-  metric = LR_SELECTION[config.finetune.lr_selection]
+  metric = _checks.lr_selection(config.finetune, "config.finetune")
   means, _ = stats_lib.mean_over_seeds(s[metric], diverged=s["diverged"])
   best = train_lib.select_best(means)
   seed = [  # The lr selected on each seed's own metric.
@@ -393,7 +384,7 @@ def _figure(path, config, summary, old_acc_pre):
   from experiments._plot import plt
 
   lrs = np.asarray(config.finetune.lrs)
-  metric = LR_SELECTION[config.finetune.lr_selection]
+  metric = _checks.lr_selection(config.finetune, "config.finetune")
   panels = {
     "new_acc": "new-task (5-9) test accuracy",
     "forgetting": f"forgetting on 0-4 (pre {old_acc_pre:.3f})",
@@ -445,7 +436,9 @@ def run(config, workdir) -> dict:
   scratch = rng.stream(rng.root_key(config.seed), "scratch")
   summary.update(correlations(model, params0, scratch, data, config.head))
   summary["old_acc_pretrained"] = old_acc_pre
-  summary["lr_selection"] = LR_SELECTION[config.finetune.lr_selection]
+  summary["lr_selection"] = _checks.lr_selection(
+    config.finetune, "config.finetune"
+  )
   summary["split_sizes"] = {
     k[2:]: int(len(v)) for k, v in data.items() if k.startswith("y_")
   }

@@ -55,9 +55,6 @@ from lib.optim import sadl as sadl_lib
 from lib.optim.sadl import compare
 
 UNCOMPRESSED = compare.UNCOMPRESSED
-# config.mlp.lr_selection -> the final evaluation an lr is chosen by (lower
-# wins; a mean over seeds).
-LR_SELECTION = {"validation": "val_error", "train_loss": "train_loss"}
 
 
 def check_part(part, where: str) -> None:
@@ -98,11 +95,7 @@ def check_part(part, where: str) -> None:
     _checks.integer(part.local_steps, f"{where}.local_steps")
     _checks.number(part.client_lr, f"{where}.client_lr", above=0)
     _checks.fraction(part.test_fraction, f"{where}.test_fraction")
-    train_lib.check_one_of(
-      part.lr_selection, tuple(LR_SELECTION), f"{where}.lr_selection"
-    )
-    if part.lr_selection == "validation":
-      _checks.fraction(part.val_fraction, f"{where}.val_fraction")
+    _checks.lr_selection(part, where)
   else:  # the quadratic part
     _checks.integers(part.dims, f"{where}.dims")
     _checks.integer(part.sketch_size, f"{where}.sketch_size", minimum=2)
@@ -310,7 +303,7 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
       mlp_runs(m, problem.dim),
       part=m,
       problem=problem,
-      metric=LR_SELECTION[m.lr_selection],
+      metric=_checks.lr_selection(m, "config.mlp"),
       config=config,
       mesh=mesh,
       workdir=workdir,
@@ -336,7 +329,7 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
     "seeds": m.seeds,
     # What chose each method's lr (config.mlp.lr_selection) and the images
     # each part holds.
-    "lr_selection": LR_SELECTION[m.lr_selection],
+    "lr_selection": _checks.lr_selection(m, "config.mlp"),
     "split_sizes": {
       k: int(v["y"].shape[0]) for k, v in problem.data.items() if k != "clients"
     },
