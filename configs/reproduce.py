@@ -43,7 +43,7 @@ def get_config(arg=None):
   # only to start the longest first in a workdir without stamps (later jobs
   # use the durations their own stamps record).
   config.expected_seconds = dict(
-    sadl=335,
+    sadl=471,
     quartet_llm=201,
     quartet_scaling=510,
     compact_memory=206,
@@ -78,7 +78,7 @@ def get_config(arg=None):
       sfn_gpu=100,
       hns_kdv_gpu=90,
       hns_advection_gpu=150,
-      sadl_gpu=120,
+      sadl_gpu=160,
       drag_gpu=60,
       hns_toy_gpu=75,
       mix_gpu=50,

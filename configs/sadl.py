@@ -26,8 +26,9 @@ number of rounds, and `<part>.train.seed` seeds the rounds (sketches R_t,
 mini-batches); `seed` fixes the data split, client targets and initial
 parameters. Quick costs 259 CPU-s with the 22 MLP seeds it runs (user + sys,
 alone on a busy 2-core machine; 16 compiled programs; 116 CPU-s with 3
-seeds), and 361 CPU-s (3:58 of wall time) since `sadl_one_sketch` joined
-both comparisons (2026-12-05).
+seeds), 361 CPU-s (3:58 of wall time) since `sadl_one_sketch` joined
+both comparisons (2026-12-05), and the MLP alone 340 CPU-s (3:56) since its
+four-lr validation grids (2026-12-06; 7:51 of the main job's wall time).
 """
 
 import ml_collections
