@@ -124,6 +124,18 @@ def digits_problem(config) -> compare.Problem:
     held["val"] = {"x": x[val_idx], "y": labels[val_idx]}
   c = config.num_clients
   per_client = (len(train_idx) // c) // 2 * 2
+  errors.check(
+    per_client >= 2,
+    errors.ConfigError,
+    f"config.mlp: {len(train_idx)} training images over {c} clients leave "
+    f"{per_client} per client (2 at least): lower config.mlp.test_fraction "
+    f"({m.test_fraction})"
+    + (
+      f" or config.mlp.val_fraction ({m.val_fraction})"
+      if m.lr_selection == "validation"
+      else ""
+    ),
+  )
   order = np.random.default_rng(config.seed).permutation(train_idx)
   if m.non_iid:
     # Sort by label, cut into 2C shards, give client i shards i and i + C.

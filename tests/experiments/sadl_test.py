@@ -270,6 +270,16 @@ def test_bad_numbers_name_the_key_before_any_work(tmp_path, key, value, match):
   assert not os.listdir(tmp_path)
 
 
+def test_too_few_training_images_per_client_is_a_clear_error(tmp_path):
+  # Was a deep gather error from inside the first round's batch.
+  config = sadl_config.get_config("quick,smoke")
+  config.quadratic.enabled = False
+  config.mlp.val_fraction = 0.99
+  with pytest.raises(ConfigError, match=r"leave 0 per client.*val_fraction"):
+    sadl_exp.run(config, str(tmp_path))
+  assert not os.listdir(tmp_path)
+
+
 def test_two_process_command_line_matches_one_process(tmp_path):
   """The documented localhost command: 2 processes x 4 CPU devices."""
   workdir = tmp_path / "mp"
