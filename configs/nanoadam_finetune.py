@@ -85,7 +85,10 @@ def get_config(arg=None):
   if arg.variant == "gpu":
     # The GPU tier (issue 35): 40 paired seeds (the stack holds 240 small
     # MLPs) at the full variant's step counts: the quick run's paired
-    # new-task differences (-0.012, 3 seeds) need 38 seeds to settle.
+    # new-task differences (-0.012, 3 seeds, lrs chosen on training loss)
+    # needed 38 seeds to settle; with lrs chosen on validation (2026-12-06)
+    # they read "no" at 3 seeds, and only the lr ratio (a grid band, not a
+    # t interval) stays unresolved.
     quick = "quick,select_train_loss" if arg.select_train_loss else "quick"
     config = common.variant_of(get_config(quick), "gpu")
     config.pretrain.train.update(
