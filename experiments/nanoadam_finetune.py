@@ -254,7 +254,7 @@ def summarize_method(config, s, old_acc_pre) -> dict:
   lrs = np.asarray(config.finetune.lrs, np.float64)
   new, old = s["new_acc"].mean(1), s["old_acc"].mean(1)
   forget = old_acc_pre - old
-  metric = _checks.lr_selection(config.finetune, "config.finetune")
+  metric = _checks.LR_SELECTION[config.finetune.lr_selection]
   means, _ = stats_lib.mean_over_seeds(s[metric], diverged=s["diverged"])
   best = train_lib.select_best(means)
   seed = [  # The lr selected on each seed's own metric.
@@ -384,7 +384,7 @@ def _figure(path, config, summary, old_acc_pre):
   from experiments._plot import plt
 
   lrs = np.asarray(config.finetune.lrs)
-  metric = _checks.lr_selection(config.finetune, "config.finetune")
+  metric = _checks.LR_SELECTION[config.finetune.lr_selection]
   panels = {
     "new_acc": "new-task (5-9) test accuracy",
     "forgetting": f"forgetting on 0-4 (pre {old_acc_pre:.3f})",
@@ -436,9 +436,7 @@ def run(config, workdir) -> dict:
   scratch = rng.stream(rng.root_key(config.seed), "scratch")
   summary.update(correlations(model, params0, scratch, data, config.head))
   summary["old_acc_pretrained"] = old_acc_pre
-  summary["lr_selection"] = _checks.lr_selection(
-    config.finetune, "config.finetune"
-  )
+  summary["lr_selection"] = _checks.LR_SELECTION[config.finetune.lr_selection]
   summary["split_sizes"] = {
     k[2:]: int(len(v)) for k, v in data.items() if k.startswith("y_")
   }

@@ -310,12 +310,13 @@ def run_quadratic(config, mesh, workdir, sweep) -> dict:
 
 def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
   m = config.mlp
+  metric = _checks.LR_SELECTION[m.lr_selection]
   with sweep.run("mlp"):
     rows, steps = compare_methods(
       mlp_runs(m, problem.dim),
       part=m,
       problem=problem,
-      metric=_checks.lr_selection(m, "config.mlp"),
+      metric=metric,
       config=config,
       mesh=mesh,
       workdir=workdir,
@@ -341,7 +342,7 @@ def run_mlp(config, mesh, workdir, sweep, problem) -> dict:
     "seeds": m.seeds,
     # What chose each method's lr (config.mlp.lr_selection) and the images
     # each part holds.
-    "lr_selection": _checks.lr_selection(m, "config.mlp"),
+    "lr_selection": metric,
     "split_sizes": {
       k: int(v["y"].shape[0]) for k, v in problem.data.items() if k != "clients"
     },
