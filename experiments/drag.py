@@ -14,12 +14,14 @@ the representation from RL:
 - the beta-VAE then takes G steps on buffer batches weighted by the method:
   uniform (RIG), Skew-Fit (alpha = -1: softmax of the per-sample loss, the
   model's own -log-density proxy), or DRAG (a neural weighter f_psi ascends
-  sum w l - tau KL(w || uniform), w = softmax(f_psi); tau in config.taus).
+  sum w l - tau KL(w || uniform), w = softmax(f_psi); tau in config.taus;
+  config.weighter_steps ascent steps per VAE step).
 - metrics: visited coverage (fraction of free cells ever visited), the
   entropy of the visited-cell histogram, and imagined coverage (cells of
-  decoded prior samples). DRAG is compared with each baseline, paired by
-  seed (`stats.against_each`): a per-seed max over the baselines would
-  favour them even when every method is alike.
+  decoded prior samples); how far each method's weights sit from the KL-DRO
+  optimum (`weight_diagnostics`). DRAG is compared with each baseline,
+  paired by seed (`stats.against_each`): a per-seed max over the baselines
+  would favour them even when every method is alike.
 
 Each method is one `lib.train.run_sweep` over its seeds (one vmapped
 program; a seed whose loss goes non-finite is frozen and makes `finite`
@@ -58,6 +60,7 @@ def check_config(config) -> None:
   _checks.number(config.beta, "config.beta", above=0)
   _checks.number(config.lr, "config.lr", above=0)
   _checks.number(config.weighter_lr, "config.weighter_lr", above=0)
+  _checks.integer(config.weighter_steps, "config.weighter_steps")
   errors.check_one_of(
     config.goal_decoding, drag.GOAL_DECODINGS, "config.goal_decoding"
   )
@@ -126,6 +129,7 @@ def run_method(config, method: str, workdir: str) -> dict:
       batch_size=config.batch_size,
       beta=config.beta,
       goal_decoding=config.goal_decoding,
+      weighter_steps=config.weighter_steps,
     )
     return s, {"loss": loss}
 
@@ -138,7 +142,9 @@ def run_method(config, method: str, workdir: str) -> dict:
       config.train, config.iterations, eval_every=config.train.log_every
     ),
     data={"tau": np.float32(tau)},  # an argument: the taus share one program
-    eval_one=lambda s, data, setting: measure(config, vae, s),
+    eval_one=lambda s, data, setting: measure(
+      config, vae, s, weighter, method, data["tau"]
+    ),
     name=f"drag/{method}",
   )
   curve = {
@@ -174,11 +180,46 @@ MEASURES = (
   "visited_entropy",
   "imagined_coverage",
   "imagined_entropy",
+  "weights_ess",
+  "dro_ess",
+  "weights_kl_from_dro",
 )
 
 
-def measure(config, vae, s) -> dict:
-  """Visited / imagined coverage and visited-cell entropy of one run."""
+def weight_diagnostics(config, vae, weighter, s, method: str, tau, n=512):
+  """How the method's training weights sit against the KL-DRO optimum.
+
+  On n states drawn uniformly from the buffer (the same draws at every
+  evaluation): the method's weights w (uniform for RIG, softmax(l) for
+  Skew-Fit, softmax(f_psi) for DRAG), the optimum w* = softmax(l / tau)
+  (tau = 1 for the baselines, where Skew-Fit's w is w*), their effective
+  sample sizes over n (`drag.ess_fraction`) and KL(w* || w). A DRAG whose
+  weighter is far from w* (KL large, ESS near RIG's 1) trains nearly as RIG
+  does, whatever its tau.
+  """
+  key = rng.stream(rng.root_key(config.train.seed), "weights_eval")
+  k_idx, k_eps = jax.random.split(key)
+  idx = jax.random.randint(k_idx, (n,), 0, s["count"])
+  x = drag.render(s["buffer"][idx])
+  losses = vae.apply(s["vae"], x, k_eps, config.beta)
+  best = drag.dro_weights(losses, tau)
+  if method == "rig":
+    w = jnp.full((n,), 1.0 / n)
+  elif method == "skewfit":
+    w = drag.skewfit_weights(-losses, -1.0)
+  else:
+    w = jax.nn.softmax(weighter.apply(s["w"], x))
+  return {
+    "weights_ess": drag.ess_fraction(w),
+    "dro_ess": drag.ess_fraction(best),
+    "weights_kl_from_dro": jnp.sum(
+      best * (jnp.log(best + 1e-30) - jnp.log(w + 1e-30))
+    ),
+  }
+
+
+def measure(config, vae, s, weighter, method: str, tau) -> dict:
+  """Visited / imagined coverage, visited-cell entropy, weight diagnostics."""
   cap = s["buffer"].shape[0]
   valid = (jnp.arange(cap) < s["count"]).astype(jnp.float32)
   cells = drag.cell_of(s["buffer"])
@@ -189,6 +230,7 @@ def measure(config, vae, s) -> dict:
     "visited_entropy": ent,
     "imagined_coverage": ic,
     "imagined_entropy": ie,
+    **weight_diagnostics(config, vae, weighter, s, method, tau),
   }
 
 
@@ -229,16 +271,21 @@ def run(config, workdir) -> dict:
     "walkers": config.walkers,
     "horizon": config.horizon,
     "seeds": config.seeds,
+    "weighter_lr": config.weighter_lr,
+    "weighter_steps": config.weighter_steps,
     "free_cells": int((~drag.U_MAZE).sum()),
   }
   for m in names:
     r = results["methods"][m]
     logging.info(
-      "%-12s visited coverage %.3f  entropy %.3f  imagined coverage %.3f",
+      "%-12s visited coverage %.3f  entropy %.3f  imagined coverage %.3f  "
+      "weights' ESS %.3f (KL-DRO optimum's %.3f)",
       m,
       r["visited_coverage"]["mean"],
       r["visited_entropy"]["mean"],
       r["imagined_coverage"]["mean"],
+      r["weights_ess"]["mean"],
+      r["dro_ess"]["mean"],
     )
   train_lib.write_results(workdir, results)
   train_lib.draw_figure(figures, workdir, names, out, results)

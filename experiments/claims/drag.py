@@ -46,7 +46,13 @@ CLAIMS = [
       "2026-12-05 pulled faint goals into the wall at the image centre). "
       "`drag_tau*_minus_best_baseline_coverage` (against the per-seed "
       "better baseline, the earlier check) and the imagined coverage of "
-      "every method are in results.json."
+      "every method are in results.json. The neural weighter (one Adam "
+      "step at lr 1e-3 per VAE step, ours: the paper's schedule is not "
+      "given) stays far from the KL-DRO optimum softmax(l / tau) "
+      "(`methods.*.weights_kl_from_dro`, `weights_ess` against `dro_ess`); "
+      "tracking it harder (`config.weighter_steps`, `weighter_lr`) did not "
+      "raise coverage at this scale (WORKSPACE, 'DRAG: how near the "
+      "weighter gets to the KL-DRO optimum')."
     ),
     **_COMMON,
   )

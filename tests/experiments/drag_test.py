@@ -18,6 +18,14 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
   assert set(r["methods"]) == {"rig", "skewfit", "drag_tau1"}
   for m in r["methods"].values():
     assert 0.0 < m["visited_coverage"]["mean"] <= 1.0
+    assert 0.0 < m["weights_ess"]["mean"] <= 1.0 + 1e-6
+  # The weight diagnostics: RIG's uniform weights have ESS 1; Skew-Fit's
+  # weights are the KL-DRO optimum at tau = 1, so their KL from it is 0.
+  rig, skew = r["methods"]["rig"], r["methods"]["skewfit"]
+  assert rig["weights_ess"]["mean"] == pytest.approx(1.0, rel=1e-5)
+  assert skew["weights_kl_from_dro"]["mean"] == pytest.approx(0.0, abs=1e-6)
+  assert skew["weights_ess"]["mean"] == pytest.approx(skew["dro_ess"]["mean"])
+  assert r["methods"]["drag_tau1"]["weights_kl_from_dro"]["mean"] > 0.0
   for name in ("coverage.png", "visited_imagined.png", "results.json"):
     assert os.path.exists(tmp_path / name)
   assert "drag_tau1_minus_best_baseline_coverage" in r
@@ -48,6 +56,7 @@ def test_claim_keys_exist_for_the_quick_taus():
     ("horizon", 0, "config.horizon"),
     ("weighter_lr", float("nan"), "config.weighter_lr"),  # ran to the end
     ("goal_decoding", "softmax", "config.goal_decoding"),
+    ("weighter_steps", 0, "config.weighter_steps"),
   ],
 )
 def test_config_errors(key, value, match):

@@ -34,6 +34,8 @@ from lib.rl.drag.vae import Weighter
 from lib.rl.drag.vae import check_tau
 from lib.rl.drag.vae import dro_objective
 from lib.rl.drag.vae import dro_weights
+from lib.rl.drag.vae import ess_fraction
 from lib.rl.drag.vae import skewfit_histogram_step
 from lib.rl.drag.vae import skewfit_weights
 from lib.rl.drag.vae import tabular_weighter
+from lib.rl.drag.vae import weighter_ascent

@@ -17,8 +17,8 @@ from lib.rl.drag.maze import is_free
 from lib.rl.drag.maze import render
 from lib.rl.drag.vae import VAE
 from lib.rl.drag.vae import Weighter
-from lib.rl.drag.vae import dro_objective
 from lib.rl.drag.vae import skewfit_weights
+from lib.rl.drag.vae import weighter_ascent
 
 METHODS = ("rig", "skewfit", "drag")
 
@@ -70,6 +70,7 @@ def online_iteration(
   batch_size: int,
   beta: float,
   goal_decoding: str = "argmax",
+  weighter_steps: int = 1,
 ):
   """One iteration of the online loop for one seed; returns (state, loss).
 
@@ -84,9 +85,11 @@ def online_iteration(
      buffer, the per-sample loss l(s) weighted by the method: uniform
      ("rig"), Skew-Fit at alpha = -1 (softmax(l), the DRO weights at
      tau = 1), or DRAG ("drag": w = softmax(f_psi(s)) from the weighter's
-     current parameters; in the same step the weighter takes one ascent
-     step on sum w l - tau KL(w || uniform), which the next batch's weights
-     use: simultaneous descent-ascent).
+     current parameters; in the same step the weighter takes
+     `weighter_steps` ascent steps on sum w l - tau KL(w || uniform) over
+     this batch, which the next batch's weights use: simultaneous
+     descent-ascent; more steps bring f_psi nearer the batch's best
+     response softmax(l / tau)).
 
   `tau` may be traced (one program serves every tau). The loss is the mean
   weighted VAE loss over the iteration's steps.
@@ -101,6 +104,11 @@ def online_iteration(
     method in METHODS,
     errors.ConfigError,
     f"method={method!r} is not one of {METHODS}",
+  )
+  errors.check(
+    isinstance(weighter_steps, int) and weighter_steps >= 1,  # not traced
+    errors.ConfigError,
+    f"weighter_steps must be an int >= 1, got {weighter_steps!r}",
   )
   walkers = state["walkers"].shape[0]
   cap, adds = state["buffer"].shape[0], walkers * horizon
@@ -137,13 +145,10 @@ def online_iteration(
       # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
       w = skewfit_weights(-l_now, -1.0)
     else:
-      w = jax.nn.softmax(weighter.apply(wp, x))
-      wg = jax.grad(lambda p: -dro_objective(weighter.apply(p, x), l_now, tau))(
-        wp
+      w = jax.lax.stop_gradient(jax.nn.softmax(weighter.apply(wp, x)))
+      wp, wopt = weighter_ascent(
+        weighter, weighter_tx, wp, wopt, x, l_now, tau, weighter_steps
       )
-      wu, wopt = weighter_tx.update(wg, wopt, wp)
-      wp = optax.apply_updates(wp, wu)
-      w = jax.lax.stop_gradient(w)
     value, g = jax.value_and_grad(lambda v: jnp.sum(w * losses(v)))(vp)
     u, opt = tx.update(g, opt, vp)
     return (optax.apply_updates(vp, u), opt, wp, wopt), value

@@ -17,6 +17,7 @@ import functools
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
 
 from lib.core import errors
 
@@ -34,6 +35,15 @@ def dro_weights(losses, tau: float):
   """The KL-DRO optimum over a uniform batch: softmax(l / tau)."""
   check_tau(tau)
   return jax.nn.softmax(losses / tau)
+
+
+def ess_fraction(weights):
+  """Kish's effective sample size of normalised weights over their count.
+
+  1 / (n sum_i w_i^2): 1 for uniform weights, 1 / n for one weight of 1.
+  """
+  n = weights.shape[-1]
+  return 1.0 / (n * jnp.sum(weights**2, axis=-1))
 
 
 def skewfit_weights(log_density, alpha: float):
@@ -111,6 +121,28 @@ class Weighter(nn.Module):
   def __call__(self, x):
     h = nn.relu(nn.Dense(self.hidden)(x))
     return nn.Dense(1)(h)[..., 0]
+
+
+def weighter_ascent(
+  weighter: Weighter, tx, params, opt_state, x, losses, tau, steps: int = 1
+):
+  """`steps` optax steps of f_psi ascending the KL-DRO objective on one batch.
+
+  The objective is `dro_objective(f_psi(x), losses, tau)`, sum w l -
+  tau KL(w || uniform) with w = softmax(f_psi(x)); its maximiser over w is
+  softmax(l / tau), which a weighter that can give each state its own logit
+  approaches as the steps grow. Returns (params, opt_state).
+  """
+
+  def ascend(_, carry):
+    p, o = carry
+    g = jax.grad(lambda q: -dro_objective(weighter.apply(q, x), losses, tau))(p)
+    u, o = tx.update(g, o, p)
+    return optax.apply_updates(p, u), o
+
+  if steps == 1:  # unrolled: DRAG's runs up to 2026-12-06, bit for bit
+    return ascend(0, (params, opt_state))
+  return jax.lax.fori_loop(0, steps, ascend, (params, opt_state))
 
 
 def skewfit_histogram_step(p, alpha: float):

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from lib.core import errors
@@ -116,3 +117,44 @@ def test_tau_and_alpha_may_be_jitted_or_vmapped_arguments():
   np.testing.assert_allclose(skew, [0.8, 0.2], rtol=1e-6)  # (1/p) normalised
   with pytest.raises(errors.ConfigError, match="tau must be > 0"):
     drag.dro_weights(losses, 0.0)
+
+
+def test_ess_fraction_of_uniform_one_hot_and_two_level_weights():
+  n = 8
+  np.testing.assert_allclose(drag.ess_fraction(jnp.full((n,), 1 / n)), 1.0)
+  np.testing.assert_allclose(drag.ess_fraction(jnp.eye(n)[3]), 1 / n)
+  # Half the states at 3/(2n), half at 1/(2n): sum w^2 = (n/2) 10 / (4 n^2)
+  # = 5 / (4n), so the ESS is 4n/5 of n.
+  w = jnp.array([3.0] * 4 + [1.0] * 4) / (2 * n)
+  np.testing.assert_allclose(drag.ess_fraction(w), 0.8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("tau", [0.5, 2.0])
+def test_neural_weighter_ascent_reaches_the_kl_dro_optimum(tau):
+  # Six distinct one-hot states: f_psi can give each its own logit, so many
+  # ascent steps on one batch reach the batch's maximiser softmax(l / tau).
+  x = jnp.eye(6, 16)
+  losses = jnp.array([0.0, 0.5, 1.0, 2.0, 3.0, 3.5])
+  weighter, tx = drag.Weighter(hidden=32), optax.adam(1e-2)
+  params = weighter.init(jax.random.key(0), x)
+  first, _ = drag.weighter_ascent(
+    weighter, tx, params, tx.init(params), x, losses, tau, steps=1
+  )
+  # One step is one optax step on -dro_objective (written out here).
+  g = jax.grad(
+    lambda p: -drag.dro_objective(weighter.apply(p, x), losses, tau)
+  )(params)
+  u, _ = tx.update(g, tx.init(params), params)
+  jax.tree.map(
+    np.testing.assert_array_equal, first, optax.apply_updates(params, u)
+  )
+  fit = jax.jit(
+    lambda p: drag.weighter_ascent(
+      weighter, tx, p, tx.init(p), x, losses, tau, steps=3000
+    )[0]
+  )(params)
+  w = jax.nn.softmax(weighter.apply(fit, x))
+  e = np.exp(np.asarray(losses) / tau)
+  np.testing.assert_allclose(w, e / e.sum(), atol=2e-3)
+  w0 = jax.nn.softmax(weighter.apply(params, x))
+  assert np.max(np.abs(w0 - e / e.sum())) > 0.1  # far at the start
