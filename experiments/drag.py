@@ -154,11 +154,16 @@ def run_method(config, method: str, workdir: str) -> dict:
     }
     for key in ("visited_coverage", "imagined_coverage")
   }
+  kl_curve = {
+    int(step): float(np.mean(v))
+    for step, v in zip(result.steps, result.evals["weights_kl_from_dro"])
+  }
   seed0 = jax.tree.map(lambda x: np.asarray(x)[0], result.state)  # no eager op
   return {
     "final": {k: result.final(k) for k in MEASURES},
     "diverged": int(np.sum(result.diverged)),
     "curve": curve,
+    "kl_curve": kl_curve,
     "visited_seed0": seed0["buffer"][: int(seed0["count"])],
     "imagined_seed0": np.asarray(imagine(config, vae, seed0["vae"])),
   }
@@ -248,6 +253,8 @@ def run(config, workdir) -> dict:
     f = out[m]["final"]
     results["methods"][m] = {k: stats.band(v) for k, v in f.items()}
     results["methods"][m]["coverage_curve"] = out[m]["curve"]
+    # Mean over seeds of KL(w* || w) at each evaluation (weight_diagnostics).
+    results["methods"][m]["weights_kl_curve"] = out[m]["kl_curve"]
   cov = {m: out[m]["final"]["visited_coverage"] for m in names}
   baselines = np.maximum(cov["rig"], cov["skewfit"])  # per seed
   for m in names[1:]:
@@ -312,17 +319,35 @@ def figures(workdir, names, out, results) -> None:
     fig, os.path.join(workdir, "visited_imagined.png"), dpi=120
   )
 
-  fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+  fig, axes = plt.subplots(1, 3, figsize=(15, 3.4))
+  color = {m: f"C{i}" for i, m in enumerate(names)}  # one per method
   for ax, key in zip(axes, ("visited_coverage", "imagined_coverage")):
     for m in names:
       c = results["methods"][m]["coverage_curve"][key]
-      ax.plot(list(map(int, c)), list(c.values()), marker="o", ms=3, label=m)
+      ax.plot(
+        list(map(int, c)), list(c.values()), "o-", ms=3, c=color[m], label=m
+      )
     ax.set(
       xlabel="iteration",
       ylabel=key.replace("_", " "),
       title=f"U-maze: {key.split('_')[0]} cells over time",
     )
     ax.legend(fontsize=7)
+  ax = axes[2]
+  for m in names:
+    if m == "skewfit":  # its weights are the optimum at tau = 1: KL 0
+      continue
+    c = results["methods"][m]["weights_kl_curve"]
+    ax.plot(
+      list(map(int, c)), list(c.values()), "o-", ms=3, c=color[m], label=m
+    )
+  ax.set(
+    xlabel="iteration",
+    ylabel="KL(softmax(l / tau) || w), nats",
+    yscale="log",
+    title="weights against the KL-DRO optimum (Skew-Fit's: 0)",
+  )
+  ax.legend(fontsize=7)
   fig.tight_layout()
   train_lib.save_figure(fig, os.path.join(workdir, "coverage.png"), dpi=120)
 

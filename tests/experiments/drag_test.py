@@ -26,6 +26,9 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
   assert skew["weights_kl_from_dro"]["mean"] == pytest.approx(0.0, abs=1e-6)
   assert skew["weights_ess"]["mean"] == pytest.approx(skew["dro_ess"]["mean"])
   assert r["methods"]["drag_tau1"]["weights_kl_from_dro"]["mean"] > 0.0
+  # ... and its curve is read at the coverage curve's evaluations.
+  steps = list(rig["coverage_curve"]["visited_coverage"])
+  assert list(r["methods"]["drag_tau1"]["weights_kl_curve"]) == steps
   for name in ("coverage.png", "visited_imagined.png", "results.json"):
     assert os.path.exists(tmp_path / name)
   assert "drag_tau1_minus_best_baseline_coverage" in r
