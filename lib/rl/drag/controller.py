@@ -105,11 +105,6 @@ def online_iteration(
     errors.ConfigError,
     f"method={method!r} is not one of {METHODS}",
   )
-  errors.check(
-    isinstance(weighter_steps, int) and weighter_steps >= 1,  # not traced
-    errors.ConfigError,
-    f"weighter_steps must be an int >= 1, got {weighter_steps!r}",
-  )
   walkers = state["walkers"].shape[0]
   cap, adds = state["buffer"].shape[0], walkers * horizon
   if errors.is_concrete(state["count"]):

@@ -133,6 +133,11 @@ def weighter_ascent(
   softmax(l / tau), which a weighter that can give each state its own logit
   approaches as the steps grow. Returns (params, opt_state).
   """
+  errors.check(
+    isinstance(steps, int) and steps >= 1,  # a Python int: not traced
+    errors.ConfigError,
+    f"weighter_steps must be an int >= 1, got {steps!r}",
+  )
 
   def ascend(_, carry):
     p, o = carry

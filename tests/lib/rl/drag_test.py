@@ -158,3 +158,13 @@ def test_neural_weighter_ascent_reaches_the_kl_dro_optimum(tau):
   np.testing.assert_allclose(w, e / e.sum(), atol=2e-3)
   w0 = jax.nn.softmax(weighter.apply(params, x))
   assert np.max(np.abs(w0 - e / e.sum())) > 0.1  # far at the start
+
+
+def test_weighter_ascent_without_a_step_fails_in_one_line():
+  weighter, tx = drag.Weighter(hidden=4), optax.adam(1e-3)
+  x = jnp.zeros((2, 16))
+  params = weighter.init(jax.random.key(0), x)
+  with pytest.raises(errors.ConfigError, match="weighter_steps must be"):
+    drag.weighter_ascent(
+      weighter, tx, params, tx.init(params), x, jnp.zeros(2), 1.0, steps=0
+    )
