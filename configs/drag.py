@@ -1,9 +1,10 @@
 r"""DRAG vs Skew-Fit vs RIG on a U-maze: coverage of visited and imagined states.
 
-Run (the CPU reproduction, ~2.5 min on 2 cores):
+Run (the CPU reproduction, ~1.5 min on 2 cores):
   python -m experiments.drag --config configs/drag.py:quick --workdir runs/drag
 Variants: (default) 600 iterations, 12 seeds; quick (400, 12): what the reproduce
-  report runs; add ',smoke' for a seconds-long run.
+  report runs; gpu (600, 160): the reproduce report's GPU tier; add ',smoke'
+  for a seconds-long run.
 """
 
 import ml_collections

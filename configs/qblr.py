@@ -3,7 +3,8 @@ r"""Quotient natural gradient (QBLR): Student-t MLE and Student-t VI.
 Run (the CPU reproduction, ~1 min on 2 cores):
   python -m experiments.qblr --config configs/qblr.py:quick --workdir runs/qblr
 Variants: (default) the paper-like scale (10 splits, 8000 full-batch steps);
-  quick: 5 splits, 2000 steps; add ',smoke' for a seconds-long run (tests),
+  quick: 5 splits, 2000 steps; gpu: 32 splits, 2000 steps (the reproduce
+  report's GPU tier); add ',smoke' for a seconds-long run (tests),
   ',paper_steps' for the paper's step-size rules in place of the VI grids
   (RDoG for QBLR, DoG with 10 MC samples for BBVI).
 
