@@ -198,9 +198,9 @@ def weight_diagnostics(config, vae, weighter, s, method: str, tau, n=512):
   evaluation): the method's weights w (uniform for RIG, softmax(l) for
   Skew-Fit, softmax(f_psi) for DRAG), the optimum w* = softmax(l / tau)
   (tau = 1 for the baselines, where Skew-Fit's w is w*), their effective
-  sample sizes over n (`drag.ess_fraction`) and KL(w* || w). A DRAG whose
-  weighter is far from w* (KL large, ESS near RIG's 1) trains nearly as RIG
-  does, whatever its tau.
+  sample sizes over n (`drag.ess_fraction`) and KL(w* || w). Where DRAG's
+  weighter stays far from w* (KL large, its ESS far above w*'s), its tau
+  changes little of what the VAE is trained on.
   """
   key = rng.stream(rng.root_key(config.train.seed), "weights_eval")
   k_idx, k_eps = jax.random.split(key)
