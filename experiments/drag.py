@@ -94,6 +94,7 @@ def run_method(config, method: str, workdir: str) -> dict:
   cap = config.iterations * walkers * config.horizon + 1
   start = jnp.asarray(config.start, jnp.float32)
   tau = float(method.split("tau")[1]) if method.startswith("drag") else 1.0
+  kind = "drag" if method.startswith("drag") else method  # lib's name
   pix = 16
 
   def init_one(key, setting):
@@ -122,7 +123,7 @@ def run_method(config, method: str, workdir: str) -> dict:
       weighter=weighter,
       tx=tx,
       weighter_tx=wtx,
-      method="drag" if method.startswith("drag") else method,
+      method=kind,
       tau=batch["tau"],
       horizon=config.horizon,
       vae_steps=config.vae_steps,
@@ -143,7 +144,7 @@ def run_method(config, method: str, workdir: str) -> dict:
     ),
     data={"tau": np.float32(tau)},  # an argument: the taus share one program
     eval_one=lambda s, data, setting: measure(
-      config, vae, s, weighter, method, data["tau"]
+      config, vae, s, weighter, kind, data["tau"]
     ),
     name=f"drag/{method}",
   )
@@ -194,9 +195,9 @@ MEASURES = (
 def weight_diagnostics(config, vae, weighter, s, method: str, tau, n=512):
   """How the method's training weights sit against the KL-DRO optimum.
 
-  On n states drawn uniformly from the buffer (the same draws at every
-  evaluation): the method's weights w (uniform for RIG, softmax(l) for
-  Skew-Fit, softmax(f_psi) for DRAG), the optimum w* = softmax(l / tau)
+  `method` is lib's name ("rig", "skewfit", "drag"). On n states drawn
+  uniformly from the buffer (the same draws at every evaluation): the
+  method's weights w (`drag.training_weights`), the optimum w* = softmax(l / tau)
   (tau = 1 for the baselines, where Skew-Fit's w is w*), their effective
   sample sizes over n (`drag.ess_fraction`) and KL(w* || w). Where DRAG's
   weighter stays far from w* (KL large, its ESS far above w*'s), its tau
@@ -208,12 +209,7 @@ def weight_diagnostics(config, vae, weighter, s, method: str, tau, n=512):
   x = drag.render(s["buffer"][idx])
   losses = vae.apply(s["vae"], x, k_eps, config.beta)
   best = drag.dro_weights(losses, tau)
-  if method == "rig":
-    w = jnp.full((n,), 1.0 / n)
-  elif method == "skewfit":
-    w = drag.skewfit_weights(-losses, -1.0)
-  else:
-    w = jax.nn.softmax(weighter.apply(s["w"], x))
+  w = drag.training_weights(method, losses, weighter, s["w"], x)
   return {
     "weights_ess": drag.ess_fraction(w),
     "dro_ess": drag.ess_fraction(best),

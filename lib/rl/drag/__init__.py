@@ -22,6 +22,7 @@ from lib.rl.drag.controller import METHODS
 from lib.rl.drag.controller import imagine_goals
 from lib.rl.drag.controller import online_iteration
 from lib.rl.drag.controller import reach
+from lib.rl.drag.controller import training_weights
 from lib.rl.drag.maze import GOAL_DECODINGS
 from lib.rl.drag.maze import U_MAZE
 from lib.rl.drag.maze import cell_of

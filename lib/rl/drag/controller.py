@@ -55,6 +55,30 @@ def reach(start, goal, steps: int, step_size: float = 0.06, maze=U_MAZE):
   return path
 
 
+def _check_method(method: str) -> None:
+  errors.check(
+    method in METHODS,
+    errors.ConfigError,
+    f"method={method!r} is not one of {METHODS}",
+  )
+
+
+def training_weights(method: str, losses, weighter: Weighter, params, x):
+  """The weights [n] a method puts on a batch x [n, pixels] with losses l.
+
+  Uniform ("rig"); Skew-Fit at alpha = -1 ("skewfit": with -log p ~ l,
+  softmax(l), the DRO weights at tau = 1); DRAG ("drag": softmax(f_psi(x))
+  under the weighter's `params`).
+  """
+  _check_method(method)
+  if method == "rig":
+    n = losses.shape[0]
+    return jnp.full((n,), 1.0 / n)
+  if method == "skewfit":
+    return skewfit_weights(-losses, -1.0)
+  return jax.nn.softmax(weighter.apply(params, x))
+
+
 def online_iteration(
   state: dict,
   key,
@@ -100,11 +124,7 @@ def online_iteration(
   concrete count is checked (ConfigError); under jit size the buffer for
   the whole run (count after n iterations: 1 + n * E * horizon).
   """
-  errors.check(
-    method in METHODS,
-    errors.ConfigError,
-    f"method={method!r} is not one of {METHODS}",
-  )
+  _check_method(method)
   walkers = state["walkers"].shape[0]
   cap, adds = state["buffer"].shape[0], walkers * horizon
   if errors.is_concrete(state["count"]):
@@ -134,13 +154,8 @@ def online_iteration(
       return vae.apply(v, x, k_eps, beta)
 
     l_now = jax.lax.stop_gradient(losses(vp))
-    if method == "rig":
-      w = jnp.full((batch_size,), 1.0 / batch_size)
-    elif method == "skewfit":
-      # alpha = -1 with -log p ~ l: softmax(l), the DRO weights at tau = 1.
-      w = skewfit_weights(-l_now, -1.0)
-    else:
-      w = jax.lax.stop_gradient(jax.nn.softmax(weighter.apply(wp, x)))
+    w = jax.lax.stop_gradient(training_weights(method, l_now, weighter, wp, x))
+    if method == "drag":
       wp, wopt = weighter_ascent(
         weighter, weighter_tx, wp, wopt, x, l_now, tau, weighter_steps
       )

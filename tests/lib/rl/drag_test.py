@@ -168,3 +168,21 @@ def test_weighter_ascent_without_a_step_fails_in_one_line():
     drag.weighter_ascent(
       weighter, tx, params, tx.init(params), x, jnp.zeros(2), 1.0, steps=0
     )
+
+
+def test_training_weights_of_each_method():
+  losses = jnp.array([0.0, 1.0, 3.0])
+  x = jnp.eye(3, 16)
+  weighter = drag.Weighter(hidden=4)
+  params = weighter.init(jax.random.key(0), x)
+  rig = drag.training_weights("rig", losses, weighter, params, x)
+  np.testing.assert_allclose(rig, np.full(3, 1 / 3), rtol=1e-6)
+  skew = drag.training_weights("skewfit", losses, weighter, params, x)
+  e = np.exp([0.0, 1.0, 3.0])
+  np.testing.assert_allclose(skew, e / e.sum(), rtol=1e-6)  # softmax(l)
+  ours = drag.training_weights("drag", losses, weighter, params, x)
+  np.testing.assert_allclose(
+    ours, jax.nn.softmax(weighter.apply(params, x)), rtol=1e-6
+  )
+  with pytest.raises(errors.ConfigError, match="method='drag_tau1'"):
+    drag.training_weights("drag_tau1", losses, weighter, params, x)
