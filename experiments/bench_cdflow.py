@@ -7,7 +7,10 @@ each other, so XLA cannot hoist them):
   * inverse of a batch of vectors: CD's FFT solve vs `jnp.linalg.solve(W, .)`,
     vs the dense layer's own inverse (`inv(W)` and one matmul, each call)
     and vs a matmul with a precomputed `inv(W)`;
-  * forward: CD's mat-vec vs a dense matmul.
+  * forward: CD's mat-vec vs a dense matmul;
+  * forward with log-det under grad (the paper's Fig. 4 forward): the
+    layer's forward and log-det, differentiated with respect to its
+    parameters, CD against `lib.flows.DenseLinear` (x W^T and slogdet).
 CD's inverse and forward run with `implementation="auto"` (what a user gets:
 the FFT chain, or W and W^-1 materialised from the O(n) parameters and one
 matmul, chosen by n and batch); both explicit paths are timed too, so the
@@ -60,6 +63,30 @@ def _looped(op, inner):
   return jax.jit(f)
 
 
+def forward_log_det_grad(bijector):
+  """op(params, x, ct): the layer's forward with its log-det, under grad.
+
+  The paper's Fig. 4 times a flow layer's forward with the log-det in
+  PyTorch with autograd on. JAX keeps no tape, so "under grad" is the
+  gradient itself: value_and_grad of <y, ct> + sum(log-det) with respect to
+  the layer's parameters (the data `x` enters as a constant, as a
+  benchmark's random input does). `ct` is a random cotangent, not ones, so
+  XLA cannot fold the weight gradient's matmul into a column sum. Returns
+  one element that depends on the value and on every gradient entry, so
+  none of it is dead code.
+  """
+
+  def loss(params, x, ct):
+    y, ld = bijector.forward_and_log_det(params, x)
+    return jnp.sum(y * ct) + jnp.sum(ld)
+
+  def op(params, x, ct):
+    value, grads = jax.value_and_grad(loss)(params, x, ct)
+    return (value + sum(jnp.sum(g) for g in jax.tree.leaves(grads)))[None]
+
+  return op
+
+
 def _ratio(rounds, slow: str, fast: str) -> tuple[float, float, float]:
   """slow / fast time, paired per round: geometric mean and its t band."""
   return stats_lib.ratio_interval(rounds[slow], rounds[fast])
@@ -79,16 +106,30 @@ def _inputs(key, n, m, batch):
     k_w, params["log_abs_eig"].shape
   )
   w = layer.dense_matrix(params)
-  return params, w, jnp.linalg.inv(w), jax.random.normal(k_y, (batch, n))
+  k_y, k_ct = jax.random.split(k_y)
+  return (
+    params,
+    w,
+    jnp.linalg.inv(w),
+    jax.random.normal(k_y, (batch, n)),
+    jax.random.normal(k_ct, (batch, n)),
+  )
+
+
+# Timed apart from the batch ops (see bench_size).
+_MICRO_OPS = ("cd_logdet", "dense_logdet")
 
 
 def bench_size(n, config) -> dict:
   layer = flows.CDLinear(num_channels=n, m=config.m)
   fft = flows.CDLinear(num_channels=n, m=config.m, implementation="fft")
   dense = flows.CDLinear(num_channels=n, m=config.m, implementation="dense")
-  params, w, w_inv, y = _inputs(
+  params, w, w_inv, y, ct = _inputs(
     rng.stream(rng.root_key(config.seed), "inputs"), n, config.m, config.batch
   )
+
+  cd_grad = forward_log_det_grad(layer)
+  dense_grad = forward_log_det_grad(flows.DenseLinear(num_channels=n))
 
   def shift(tree, c):
     return jax.tree.map(lambda v: v + c, tree)
@@ -123,6 +164,14 @@ def bench_size(n, config) -> dict:
       (params, y),
     ),
     "dense_forward": (lambda a, c: (a[1] + c) @ a[0].T, (w, y)),
+    "cd_forward_log_det_grad": (
+      lambda a, c: cd_grad(shift(a[0], c), a[1] + c, a[2]),
+      (params, y, ct),
+    ),
+    "dense_forward_log_det_grad": (
+      lambda a, c: dense_grad({"weight": a[0] + c}, a[1] + c, a[2]),
+      (w, y, ct),
+    ),
   }
   fns = {
     name: (_looped(op, config.inner), arg) for name, (op, arg) in ops.items()
@@ -131,8 +180,8 @@ def bench_size(n, config) -> dict:
   # batch ops (a log-det timed right after a 4096 x n matmul measures the
   # thread pool waking up, not the op).
   rounds = {}
-  for logdet in (True, False):
-    part = {k: v for k, v in fns.items() if ("logdet" in k) == logdet}
+  for micro in (True, False):
+    part = {k: v for k, v in fns.items() if (k in _MICRO_OPS) == micro}
     rounds.update(
       timing.interleaved(
         {k: (fn, (arg,)) for k, (fn, arg) in part.items()},
@@ -149,6 +198,11 @@ def bench_size(n, config) -> dict:
     ("inverse_speedup_vs_precomputed", "dense_inv_matmul", "cd_inverse"),
     ("inverse_speedup_vs_dense_layer", "dense_layer_inverse", "cd_inverse"),
     ("forward_speedup", "dense_forward", "cd_forward"),
+    (
+      "forward_log_det_grad_speedup",
+      "dense_forward_log_det_grad",
+      "cd_forward_log_det_grad",
+    ),
   ):
     out[key], out[f"{key}_lo"], out[f"{key}_hi"] = _ratio(rounds, slow, fast)
   out["auto_path"] = "dense" if layer.use_dense(y) else "fft"
@@ -167,11 +221,15 @@ def figure(path, per_n):
   from experiments._plot import plt
 
   sizes = sorted(per_n)
-  fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+  fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
   panels = {
     "log-det": ("cd_logdet", "dense_logdet"),
     "inverse (batch)": ("cd_inverse", "dense_solve", "dense_inv_matmul"),
     "forward (batch)": ("cd_forward", "dense_forward"),
+    "forward + log-det, grad (batch)": (
+      "cd_forward_log_det_grad",
+      "dense_forward_log_det_grad",
+    ),
   }
   for ax, (title, names) in zip(axes, panels.items()):
     for name in names:
@@ -215,12 +273,14 @@ def _run(config, workdir) -> dict:
     r = per_n[n]
     logging.info(
       "n=%4d  logdet x%.1f  inverse x%.2f (solve) x%.2f (precomputed inv)"
-      "  forward x%.2f  (auto: %s; fft/dense-path time %.2f fwd, %.2f inv)",
+      "  forward x%.2f, with log-det under grad x%.2f  (auto: %s; "
+      "fft/dense-path time %.2f fwd, %.2f inv)",
       n,
       r["logdet_speedup"],
       r["inverse_speedup_vs_solve"],
       r["inverse_speedup_vs_precomputed"],
       r["forward_speedup"],
+      r["forward_log_det_grad_speedup"],
       r["auto_path"],
       1 / r["fft_faster_than_dense_forward"],
       1 / r["fft_faster_than_dense_inverse"],
@@ -248,6 +308,13 @@ def _run(config, workdir) -> dict:
     "forward_speedup_ref": ref["forward_speedup"],
     "forward_speedup_ref_lo": ref["forward_speedup_lo"],
     "forward_speedup_ref_hi": ref["forward_speedup_hi"],
+    "forward_log_det_grad_speedup_ref": ref["forward_log_det_grad_speedup"],
+    "forward_log_det_grad_speedup_ref_lo": ref[
+      "forward_log_det_grad_speedup_lo"
+    ],
+    "forward_log_det_grad_speedup_ref_hi": ref[
+      "forward_log_det_grad_speedup_hi"
+    ],
     "auto_path_ref": ref["auto_path"],
     # Does the advantage grow with n? ratio at the largest n / at reference n.
     "logdet_speedup_growth": big["logdet_speedup"] / ref["logdet_speedup"],

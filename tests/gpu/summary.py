@@ -174,7 +174,8 @@ def bench_cdflow(r, gpu, goals):
     lines.append(
       f"n={n}: logdet x{_f(row['logdet_speedup'])}, inverse (solve) "
       f"x{_f(row['inverse_speedup_vs_solve'])}, forward "
-      f"x{_f(row['forward_speedup'])} (auto: {row['auto_path']})"
+      f"x{_f(row['forward_speedup'])}, forward + log-det under grad "
+      f"x{_f(row['forward_log_det_grad_speedup'])} (auto: {row['auto_path']})"
     )
   return lines
 
