@@ -22,6 +22,7 @@ from experiments import _cli
 from experiments import _hns_peer
 from lib import pde
 from lib import train as train_lib
+from lib.core import rng
 from lib.core import timing
 from lib.core import tree as tree_lib
 from lib.pde import derivatives
@@ -32,7 +33,7 @@ from lib.pde import solver
 def bench_kind(kind, config, grid, u, target):
   model_config = config.hns if kind == "hns" else config.cnn
   model = solver.build_model(kind, model_config, config.length)
-  key = jax.random.key(config.seed)
+  key = rng.root_key(config.seed)
   params = solver.init_params(kind, model, grid, key)
   loss_fn = solver.relative_l2_loss(kind, model, grid)
   tx = optax.adam(1e-4)
@@ -95,9 +96,7 @@ def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
   grid = pde.periodic_grid(config.n_x, config.length)
-  params = pde.sample_sine_params(
-    jax.random.key(config.seed), config.batch_size
-  )
+  params = pde.sample_sine_params(rng.root_key(config.seed), config.batch_size)
   u = jax.vmap(lambda p: pde.sine_series(p, grid.x, config.length))(params)
   target = jnp.roll(u, 1, axis=-1)  # any target: only the cost is timed
   results = {}
@@ -161,7 +160,7 @@ def bench_peer(config, u, target) -> dict:
   tx = optax.adamw(_hns_peer.LR, weight_decay=_hns_peer.WEIGHT_DECAY)
   step_fn = train_lib.make_train_step(loss_fn, tx)
   state0 = train_lib.create_state(params, tx)
-  key = jax.random.key(config.seed)
+  key = rng.root_key(config.seed)
 
   @jax.jit
   def train_chunk(state):

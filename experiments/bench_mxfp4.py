@@ -53,7 +53,7 @@ def bench_linear(config, dtype) -> dict:
   "T{t}_K{k}_N{n}_{implementation}"."""
   out = {}
   for t, k, n in config.linear_shapes:
-    keys = jax.random.split(jax.random.key(config.seed), 4)
+    keys = jax.random.split(rng.root_key(config.seed), 4)
     x = jax.random.normal(keys[0], (t, k), dtype)
     w = jax.random.normal(keys[1], (n, k), dtype)
     e = jax.random.normal(keys[2], (t, n), dtype)
@@ -105,7 +105,7 @@ def _nbytes(tree) -> int:
 def bench_quantize(config) -> dict:
   """Input GB/s of each quantizer, and its traffic (bytes read + written)
   over the bandwidth of a copy of the same array (`x + 1`: read + write)."""
-  x = jax.random.normal(jax.random.key(config.seed), config.quantize_shape)
+  x = jax.random.normal(rng.root_key(config.seed), config.quantize_shape)
   gb = x.size * 4 / 1e9
   copy = jax.jit(lambda x: x + 1.0)
   out = {
@@ -149,7 +149,7 @@ def _quantize_gemm(a, b, implementation):
 def bench_gemm(config, dtype) -> dict:
   out = {}
   for m, k, n in config.gemm_shapes:
-    ka, kb = jax.random.split(jax.random.key(config.seed))
+    ka, kb = jax.random.split(rng.root_key(config.seed))
     a32, b32 = jax.random.normal(ka, (m, k)), jax.random.normal(kb, (n, k))
     a, _ = ops.quantize_quest(a32)
     b, _ = ops.quantize_quest(b32)
@@ -189,7 +189,7 @@ def bench_gemm(config, dtype) -> dict:
 def linear_errors(config) -> dict:
   """Relative squared errors of y, dX, dW vs fp64 (x, W, e ~ N(0, 1))."""
   t, k, n = config.error_shape
-  keys = jax.random.split(jax.random.key(config.seed), 4)
+  keys = jax.random.split(rng.root_key(config.seed), 4)
   x = jax.random.normal(keys[0], (t, k))
   w = jax.random.normal(keys[1], (n, k))
   e = jax.random.normal(keys[2], (t, n))

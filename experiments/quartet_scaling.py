@@ -28,6 +28,7 @@ from experiments import _cli
 from experiments import _quartet
 from lib import models
 from lib import train as train_lib
+from lib.core import rng
 from lib.core.errors import ConfigError
 from lib.quant import scaling_law
 
@@ -266,7 +267,7 @@ def fit(config, points) -> dict:
   fitted = scaling_law.fit(
     base_points,
     schemes,
-    key=jax.random.key(f.seed),
+    key=rng.root_key(f.seed),
     samples=f.bootstrap_samples,
     base_steps=f.base_steps,
     eff_steps=f.eff_steps,
