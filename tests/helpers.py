@@ -176,7 +176,8 @@ def config_differences(a, b, prefix: str = "") -> dict:
 def check_claim_keys(experiment: str, workdir, absent=None) -> None:
   """Fails unless every registered claim of `experiment` finds each key the
   report reads (`report.claim_keys`: metric, interval, comparator_diverged,
-  samples) in the smoke run's results.json under `workdir`, read as
+  ours_diverged, samples) in the smoke run's results.json under `workdir`,
+  read as
   `report.absent_keys` reads it: a renamed key fails here rather than turning
   a claim "missing" in REPORT.md.
 

@@ -9,8 +9,11 @@ Verdicts (the report must not be able to flatter us, issues 12 and 14):
 
 - "missing": the number (or a key the verdict needs) is not in results.json.
 - "no": the point estimate fails its check and its interval (if any) lies
-  wholly on the failing side, the number is not finite, or the comparator
-  diverged (a "yes" may never rest on a diverged baseline).
+  wholly on the failing side, the number is not finite, the comparator
+  diverged (a "yes" may never rest on a diverged baseline), or ours diverged
+  where a metric can hide it (`ours_diverged`: HNS's official correlation
+  time scores a batch that went NaN before its mean correlation fell below
+  0.8 as correlated to the end).
 - "unresolved": the point passes but its interval (`interval`) does not pass
   as a whole, the point fails but its interval reaches values that pass (a
   "no" inside the noise is no more settled than a "yes" inside it), the
@@ -62,6 +65,10 @@ class Claim:
   # Optional results key saying whether the comparator diverged: a bool
   # (True = diverged) or a finite fraction (< 1 = some runs diverged).
   comparator_diverged: str | None = None
+  # The same for ours, where the metric can read well although ours diverged
+  # (a finite number computed from non-finite rollouts): a "yes" may not
+  # rest on it either, so the verdict is then "no".
+  ours_diverged: str | None = None
   # Bookkeeping / our-own-number checks: listed apart, not counted as claims.
   sanity: bool = False
   fmt: str = "{:.4g}"
@@ -488,7 +495,8 @@ def _finite(v) -> bool:
 
 
 def diverged(value) -> bool | None:
-  """Reads a comparator-divergence flag: a bool, or a finite fraction.
+  """Reads a divergence flag (the comparator's or ours): a bool, or a finite
+  fraction.
 
   True for `True`, for a fraction < 1 and for a non-finite number (nothing
   says it converged); False for `False` or a fraction of 1; None when the
@@ -510,12 +518,15 @@ def _fmt(claim: Claim, value) -> str:
 
 def claim_keys(claim: Claim) -> dict[str, str]:
   """The results.json keys `evaluate` reads for `claim`, by role: "metric",
-  "interval.lo" / "interval.hi", "comparator_diverged", "samples"."""
+  "interval.lo" / "interval.hi", "comparator_diverged", "ours_diverged",
+  "samples"."""
   keys = {"metric": claim.metric}
   if claim.interval is not None:
     keys["interval.lo"], keys["interval.hi"] = claim.interval
   if claim.comparator_diverged is not None:
     keys["comparator_diverged"] = claim.comparator_diverged
+  if claim.ours_diverged is not None:
+    keys["ours_diverged"] = claim.ours_diverged
   if claim.samples is not None:
     keys["samples"] = claim.samples
   return keys
@@ -531,7 +542,7 @@ def absent_keys(claim: Claim, results: dict) -> dict[str, str]:
   for role, key in claim_keys(claim).items():
     if role == "samples":
       found = bool(sample_lists(results, key))
-    elif role == "comparator_diverged":
+    elif role in ("comparator_diverged", "ours_diverged"):
       found = diverged(lookup(results, key)) is not None
     else:
       value = lookup(results, key)
@@ -606,16 +617,19 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
       reasons.append("band missing")
       verdict = "unresolved"
 
-  if claim.comparator_diverged is not None:
-    flag = lookup(results, claim.comparator_diverged)
+  for key, whose in (
+    (claim.comparator_diverged, "baseline"),
+    (claim.ours_diverged, "ours"),
+  ):
+    if key is None:
+      continue
+    flag = lookup(results, key)
     state = diverged(flag)
     if state is None:
-      reasons.append(f"no `{claim.comparator_diverged}` (baseline divergence)")
+      reasons.append(f"no `{key}` ({whose} divergence)")
       verdict = "missing" if verdict == "yes" else verdict
     elif state:
-      reasons.append(
-        f"baseline diverged (`{claim.comparator_diverged}` = {flag})"
-      )
+      reasons.append(f"{whose} diverged (`{key}` = {flag})")
       verdict = "no"
   return row(verdict, ours)
 

@@ -141,6 +141,38 @@ def test_diverged_comparator(flag, verdict):
     assert "baseline diverged" in row["reasons"][0]
 
 
+@pytest.mark.parametrize(
+  "flag,verdict",
+  [
+    (1.0, "yes"),
+    (0.0, "no"),  # hns_kdv at n_x 256: every trajectory went NaN by step ~13
+    (0.99, "no"),
+    (True, "no"),
+    (None, "missing"),
+  ],
+)
+def test_diverged_ours(flag, verdict):
+  """A metric that reads well although ours diverged (the official HNS
+  correlation time scores a batch that went NaN before its mean fell below
+  0.8 as correlated to the end) cannot carry a "yes"."""
+  claim = _claim(
+    ours_diverged="hns.finite_fraction",
+    comparator_diverged="base.finite_fraction",
+  )
+  results = {"a": {"b": 0.7}, "base": {"finite_fraction": 1.0}, "hns": {}}
+  if flag is not None:
+    results["hns"]["finite_fraction"] = flag
+  row = report.evaluate(claim, results)
+  assert row["verdict"] == verdict
+  if verdict == "no":
+    assert row["reasons"] == [f"ours diverged (`hns.finite_fraction` = {flag})"]
+  if verdict == "missing":
+    assert row["reasons"] == ["no `hns.finite_fraction` (ours divergence)"]
+  assert report.claim_keys(claim)["ours_diverged"] == "hns.finite_fraction"
+  absent = report.absent_keys(claim, results)
+  assert ("ours_diverged" in absent) == (flag is None)
+
+
 def test_report_with_diverged_baseline_and_straddling_interval():
   """The acceptance test of issues 12 and 14: the report cannot flatter."""
   results = {
