@@ -31,6 +31,7 @@ SCALARS = (
   "rollout_error",
   "rollout_error_finite",
   "correlation_time",
+  "correlation_time_per_trajectory",
   "hamiltonian_error",
   "hamiltonian_error_finite",
   "finite_fraction",

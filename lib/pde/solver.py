@@ -382,6 +382,9 @@ def rollout_metrics(
     trajectory's first step below `threshold`, a non-finite step counting as
     below (so a diverged trajectory's time is at most the step it diverged
     at; T if it never drops), the mean over trajectories.
+  - correlation_time_per_trajectory: the per_trajectory mode's number in
+    either mode, so that a run read by the official rule shows next to it
+    what divergence does to the time.
   - traj_correlation_time: the per-trajectory times in either mode.
   - rollout_error, hamiltonian_error: the mean over all trajectories, a
     diverged trajectory's error being +inf (one diverged trajectory makes the
@@ -466,6 +469,7 @@ def rollout_metrics(
     "rollout_error": jnp.mean(counted(rel)),
     "rollout_error_finite": finite_mean(rel),
     "correlation_time": mean_corr,
+    "correlation_time_per_trajectory": jnp.mean(corr),
     **by_batch,
     "hamiltonian_error": jnp.mean(counted(h_err)),
     "hamiltonian_error_finite": finite_mean(h_err),

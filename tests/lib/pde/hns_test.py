@@ -312,6 +312,10 @@ def test_rollout_metrics_count_divergence():
   m = official(pred, true, 32)
   np.testing.assert_array_equal(m["batch_correlation_time"], [4])
   assert float(m["correlation_time"]) == 4.0 and int(m["num_diverged"]) == 2
+  # Beside it, the per-trajectory mean, divergence counted: (5 + 3 + 2) / 3.
+  np.testing.assert_allclose(
+    m["correlation_time_per_trajectory"], 10 / 3, rtol=1e-6
+  )
   # Batches of 2: [0, 1] drops at step 3 (mean of 1 and 0: the overflowing
   # field has correlation 0), [2] never counts (NaN): (2 x 3 + 1 x 4) / 3.
   m = official(pred, true, 2)
