@@ -94,8 +94,9 @@ def get_config(arg=None):
     # over seeds), the paper's n_x 256 and FiLM CNN, 512 training
     # trajectories, 32 validation ones (one official batch), 3k steps.
     # Expect "no" on KdV here: a one-seed CPU pilot (2026-12-06, WORKSPACE
-    # "HNS on KdV at the paper's resolution") diverged on all 32
-    # trajectories by step 13 with HNS, the du/dt CNN and the oracle alike.
+    # "HNS on KdV at the paper's resolution") decorrelated by step 13 and
+    # diverged on all 32 trajectories with HNS, the du/dt CNN and the
+    # oracle alike.
     config = common.variant_of(get_config("quick,keep_all"), "gpu")
     config.pde.update(n_x=256, num_train=512, num_val=32)
     config.hns.film_hidden = (32, 32, 32)
