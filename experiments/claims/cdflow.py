@@ -117,7 +117,7 @@ CLAIMS = [
     name="cdflow_forward_speedup",
     claim="CD forward of 4096 vectors is at least as fast as a "
     "dense matmul at 96 channels.",
-    paper_value="(none); ours: the map alone (Fig. 4's forward is the next row)",
+    paper_value="(none); ours: the map alone (Fig. 4's forward: next row)",
     comparator="dense matmul x @ W.T",
     metric="forward_speedup_ref",
     interval=("forward_speedup_ref_lo", "forward_speedup_ref_hi"),
