@@ -280,7 +280,14 @@ def train(
     return jax.device_get(jit_eval(state, data)) if jit_eval else {}
 
   ckpt = checkpoint_lib.Checkpointer(workdir, keep=config.keep_checkpoints)
-  start, restored = ckpt.restore_latest(carry)
+  try:
+    start, restored = ckpt.restore_latest(carry)
+  except BaseException:
+    # Closed before the error leaves: orbax's background clean-up of temporary
+    # folders would otherwise still run at exit and print a traceback after
+    # the one-line error.
+    ckpt.close()
+    raise
   if start is not None:
     carry = restored
     logging.info("%s resumed from %s at step %d", name, ckpt.directory, start)

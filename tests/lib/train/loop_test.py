@@ -200,6 +200,30 @@ def test_a_run_that_stops_non_finite_closes_its_checkpointer(
   assert closed == [str(tmp_path / "nan" / "ckpt")]
 
 
+def test_a_run_that_cannot_restore_closes_its_checkpointer(
+  tmp_path, monkeypatch
+):
+  # Every kept step damaged: the CheckpointError leaves train() with the
+  # checkpointer closed (its background clean-up of temporary folders had
+  # printed a traceback at exit, after the binaries' one-line error).
+  _train(tmp_path, "run")
+  ckpt = tmp_path / "run" / "ckpt"
+  for root, _, files in os.walk(ckpt):
+    for f in files:
+      if os.path.basename(root) == "d":
+        open(os.path.join(root, f), "wb").close()
+  closed = []
+  close = train_lib.Checkpointer.close
+  monkeypatch.setattr(
+    train_lib.Checkpointer,
+    "close",
+    lambda self: closed.append(self.directory) or close(self),
+  )
+  with pytest.raises(errors.CheckpointError, match="no readable checkpoint"):
+    _train(tmp_path, "run")
+  assert closed == [str(ckpt)]
+
+
 def test_batch_not_divisible_by_devices(tmp_path):
   task = _regression_task()
   odd = train_lib.Task(
