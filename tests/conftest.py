@@ -29,6 +29,21 @@ flags.FLAGS.mark_as_parsed()
 jax.config.update("jax_compilation_cache_dir", helpers.JAX_CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
+# On the CPU, most of a test's time is XLA compiling small programs: the suite
+# compiles them without most optimisations (about 2x faster to compile), in
+# process and in the binaries tests start. What a test checks (an identity, a
+# dense reference, a bitwise resume) does not depend on XLA's optimisation
+# level; tests marked `xla_optimized` compile as users' runs do. On a GPU
+# (TESTS_JAX_PLATFORMS, tests/gpu/run.sh) or with TESTS_XLA_OPTIMIZE=1 nothing
+# changes.
+FAST_COMPILE = not (
+  os.environ.get("TESTS_JAX_PLATFORMS")
+  or os.environ.get("TESTS_XLA_OPTIMIZE", "") in ("1", "true")
+)
+if FAST_COMPILE:
+  os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
+  jax.config.update("jax_disable_most_optimizations", True)
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
   sys.path.insert(0, REPO_ROOT)
@@ -50,9 +65,26 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def fast_compile():
-  """XLA without most optimisations: for smoke runs whose time is compiling."""
+  """XLA without most optimisations: for smoke runs whose time is compiling
+  (the suite's default on the CPU; this keeps them so on a GPU and with
+  TESTS_XLA_OPTIMIZE=1)."""
+  before = jax.config.read("jax_disable_most_optimizations")
   jax.config.update("jax_disable_most_optimizations", True)
   try:
     yield
   finally:
-    jax.config.update("jax_disable_most_optimizations", False)
+    jax.config.update("jax_disable_most_optimizations", before)
+
+
+@pytest.fixture(autouse=True)
+def _xla_optimized(request):
+  """Tests marked `xla_optimized` compile with XLA's optimisations on."""
+  if request.node.get_closest_marker("xla_optimized") is None:
+    yield
+    return
+  before = jax.config.read("jax_disable_most_optimizations")
+  jax.config.update("jax_disable_most_optimizations", False)
+  try:
+    yield
+  finally:
+    jax.config.update("jax_disable_most_optimizations", before)

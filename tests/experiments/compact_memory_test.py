@@ -21,11 +21,12 @@ def smoke(tmp_path_factory):
   workdir = str(tmp_path_factory.mktemp("cm_smoke"))
   config = config_lib.get_config("quick,smoke")
   # Compile-bound: XLA without most optimisations (as the fast_compile fixture).
+  before = jax.config.read("jax_disable_most_optimizations")
   jax.config.update("jax_disable_most_optimizations", True)
   try:
     return compact_memory.run(config, workdir), workdir
   finally:
-    jax.config.update("jax_disable_most_optimizations", False)
+    jax.config.update("jax_disable_most_optimizations", before)
 
 
 def test_smoke_results_and_figures(smoke):

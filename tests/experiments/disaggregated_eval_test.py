@@ -129,6 +129,8 @@ def test_config_errors_name_the_key(key, value, match):
     ex.check_config(_config(**{key: value}))
 
 
+# Bitwise as the main job compiles it (XLA's optimisations on).
+@pytest.mark.xla_optimized
 def test_simulate_with_traced_numbers_equals_the_static_setting():
   # ev.simulate traces the DGP's numbers (one program per family, selection
   # and size); the draws must be those of the setting given as a constant.

@@ -43,6 +43,7 @@ def test_smoke_results_figures_and_claim_keys(flags, tmp_path, fast_compile):
     helpers.check_claim_keys("dpo_diversity", tmp_path)
 
 
+@pytest.mark.xla_optimized  # the oracle is XLA's default compile
 @pytest.mark.parametrize("flags", ["quick,smoke", "quick,shared,smoke"])
 def test_data_draw_compiled_at_draw_level_matches_the_default(
   flags, monkeypatch
