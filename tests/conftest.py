@@ -6,6 +6,7 @@ backend, with the 8 CPU devices still there for the CPU side of a comparison;
 tests marked `gpu` are skipped unless the default backend is a GPU.
 """
 
+import contextlib
 import os
 import sys
 
@@ -63,28 +64,28 @@ def pytest_collection_modifyitems(config, items):
     item.add_marker(skip)
 
 
+@contextlib.contextmanager
+def _most_optimizations_disabled(disabled: bool):
+  before = jax.config.read("jax_disable_most_optimizations")
+  jax.config.update("jax_disable_most_optimizations", disabled)
+  try:
+    yield
+  finally:
+    jax.config.update("jax_disable_most_optimizations", before)
+
+
 @pytest.fixture
 def fast_compile():
   """XLA without most optimisations: for smoke runs whose time is compiling
   (the suite's default on the CPU; this keeps them so on a GPU and with
   TESTS_XLA_OPTIMIZE=1)."""
-  before = jax.config.read("jax_disable_most_optimizations")
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
+  with _most_optimizations_disabled(True):
     yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", before)
 
 
 @pytest.fixture(autouse=True)
 def _xla_optimized(request):
   """Tests marked `xla_optimized` compile with XLA's optimisations on."""
-  if request.node.get_closest_marker("xla_optimized") is None:
+  marked = request.node.get_closest_marker("xla_optimized") is not None
+  with _most_optimizations_disabled(False if marked else FAST_COMPILE):
     yield
-    return
-  before = jax.config.read("jax_disable_most_optimizations")
-  jax.config.update("jax_disable_most_optimizations", False)
-  try:
-    yield
-  finally:
-    jax.config.update("jax_disable_most_optimizations", before)

@@ -183,26 +183,28 @@ def test_non_finite_loss_names_the_step(tmp_path):
     _train(tmp_path, "nan", tx=optax.sgd(1e6))
 
 
-def test_a_run_that_stops_non_finite_closes_its_checkpointer(
-  tmp_path, monkeypatch
-):
-  # In a notebook the error is caught and the run retried: the first run's
-  # checkpointer must not stay open (pending async saves, open files).
-  closed = []
+@pytest.fixture
+def closed(monkeypatch):
+  """The directories of the Checkpointers closed during the test, in order."""
+  out = []
   close = train_lib.Checkpointer.close
   monkeypatch.setattr(
     train_lib.Checkpointer,
     "close",
-    lambda self: closed.append(self.directory) or close(self),
+    lambda self: out.append(self.directory) or close(self),
   )
+  return out
+
+
+def test_a_run_that_stops_non_finite_closes_its_checkpointer(tmp_path, closed):
+  # In a notebook the error is caught and the run retried: the first run's
+  # checkpointer must not stay open (pending async saves, open files).
   with pytest.raises(errors.NonFiniteError):
     _train(tmp_path, "nan", tx=optax.sgd(1e6))
   assert closed == [str(tmp_path / "nan" / "ckpt")]
 
 
-def test_a_run_that_cannot_restore_closes_its_checkpointer(
-  tmp_path, monkeypatch
-):
+def test_a_run_that_cannot_restore_closes_its_checkpointer(tmp_path, closed):
   # Every kept step damaged: the CheckpointError leaves train() with the
   # checkpointer closed (its background clean-up of temporary folders had
   # printed a traceback at exit, after the binaries' one-line error).
@@ -212,13 +214,7 @@ def test_a_run_that_cannot_restore_closes_its_checkpointer(
     for f in files:
       if os.path.basename(root) == "d":
         open(os.path.join(root, f), "wb").close()
-  closed = []
-  close = train_lib.Checkpointer.close
-  monkeypatch.setattr(
-    train_lib.Checkpointer,
-    "close",
-    lambda self: closed.append(self.directory) or close(self),
-  )
+  closed.clear()  # the first run's
   with pytest.raises(errors.CheckpointError, match="no readable checkpoint"):
     _train(tmp_path, "run")
   assert closed == [str(ckpt)]
