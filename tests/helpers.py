@@ -1,5 +1,6 @@
 """Shared test helpers: run an experiment binary as a user would; platforms."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,18 @@ from pallas_kernels.mxfp4.ffi import _loader
 from pallas_kernels.mxfp4.ffi import build
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@contextlib.contextmanager
+def most_optimizations_disabled(disabled: bool):
+  """Sets XLA's `jax_disable_most_optimizations` inside; restores it after."""
+  before = jax.config.read("jax_disable_most_optimizations")
+  jax.config.update("jax_disable_most_optimizations", disabled)
+  try:
+    yield
+  finally:
+    jax.config.update("jax_disable_most_optimizations", before)
+
 
 # JAX's persistent compilation cache for this test session (both xdist
 # workers and the binaries they start): conftest.py points JAX at it.

@@ -21,12 +21,8 @@ def smoke(tmp_path_factory):
   workdir = str(tmp_path_factory.mktemp("cm_smoke"))
   config = config_lib.get_config("quick,smoke")
   # Compile-bound: XLA without most optimisations (as the fast_compile fixture).
-  before = jax.config.read("jax_disable_most_optimizations")
-  jax.config.update("jax_disable_most_optimizations", True)
-  try:
+  with helpers.most_optimizations_disabled(True):
     return compact_memory.run(config, workdir), workdir
-  finally:
-    jax.config.update("jax_disable_most_optimizations", before)
 
 
 def test_smoke_results_and_figures(smoke):
