@@ -17,8 +17,10 @@ class QuartetDense(nn.Module):
 
   The kernel is stored [features, in_features] (the GEMM's K-major "TN"
   layout). The backward's randomness comes from the "quant" rng stream
-  (`apply(..., rngs={"quant": key})`); without it a fixed key is used, which
-  is fine for evaluation (the forward is deterministic).
+  (`apply(..., rngs={"quant": key})`). Without it the layer evaluates (the
+  forward is deterministic), and differentiating it raises ConfigError
+  unless its backward is deterministic (`quartet.needs_key`): one fixed key
+  at every step would bias SR.
 
   Attributes:
     features: output size N (multiple of 32).
@@ -52,7 +54,7 @@ class QuartetDense(nn.Module):
       lambda key, s: self.kernel_init(key, s[::-1]).T,
       (self.features, k),
     )
-    key = self.make_rng("quant") if self.has_rng("quant") else jax.random.key(0)
+    key = self.make_rng("quant") if self.has_rng("quant") else None
     y = quartet.quartet_linear(
       x.astype(self.dtype),
       kernel.astype(self.dtype),

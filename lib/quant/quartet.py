@@ -81,9 +81,18 @@ def _check_args(x, w, forward, backward, implementation, fmt) -> None:
     )
 
 
+def needs_key(backward: str, rerotate: bool) -> bool:
+  """Whether the backward draws random numbers: SR's uniforms, or the
+  re-rotation's signs of a quantized backward. "bf16", and "rtn" without
+  re-rotation, are deterministic."""
+  return backward == "sr" or (backward == "rtn" and rerotate)
+
+
 def _check_key(key) -> None:
-  """One PRNG key, typed or raw: the forward never reads it, so a bad one
-  would only fail inside the backward, under jax.grad."""
+  """One PRNG key, typed or raw, or None: the forward never reads it, so a
+  bad one would only fail inside the backward, under jax.grad."""
+  if key is None:
+    return
   dtype = getattr(key, "dtype", None)
   if rng.is_typed_key(key):
     if key.shape != ():
@@ -121,7 +130,11 @@ def quartet_linear(
       T tokens, padded with zero rows to a multiple of 32 for the dW GEMM.
     w: [N, K] weight; K and N multiples of 32.
     key: typed PRNG key for the backward's random signs and SR uniforms
-      (fold in the step and the layer index).
+      (fold in the step and the layer index). None: no randomness, for a
+      forward that is never differentiated (evaluation) or a deterministic
+      backward (`needs_key` False); differentiating a random backward
+      without a key raises ConfigError when jax.grad traces it, rather than
+      reuse one fixed key at every step.
     forward: MXFP4: "quest" (Quartet), "absmax" (absmax x 3/4 RTN + H32, no
       clipping) or "bf16" (no forward quantization); NVFP4: "rtn" or "bf16".
       None: the format's first ("quest", "rtn").
@@ -303,11 +316,21 @@ def _bwd(
   compute_dtype="float32",
 ):
   xq, wq, mx, mw, key = res
-  k_signs, k_e, k_w, k_et, k_x = jax.random.split(key, 5)
-  # One sign vector per call, shared by all four backward quantizations: it
-  # cancels inside each GEMM (Hb Hb^T = I).
-  signs = hadamard.random_signs(k_signs) if rerotate else None
-  seeds = [reference.seed_from_key(k) for k in (k_e, k_w, k_et, k_x)]
+  if key is None:
+    if needs_key(backward, rerotate):
+      raise errors.ConfigError(
+        f"quartet_linear was differentiated with key=None, but its backward "
+        f"(backward={backward!r}, rerotate={rerotate}) draws random numbers: "
+        "pass a PRNG key (QuartetDense: apply(..., rngs={'quant': key}), a "
+        "new key each step)"
+      )
+    signs, seeds = None, [None] * 4
+  else:
+    k_signs, k_e, k_w, k_et, k_x = jax.random.split(key, 5)
+    # One sign vector per call, shared by all four backward quantizations:
+    # it cancels inside each GEMM (Hb Hb^T = I).
+    signs = hadamard.random_signs(k_signs) if rerotate else None
+    seeds = [reference.seed_from_key(k) for k in (k_e, k_w, k_et, k_x)]
   x_hat, w_hat = _dense(xq), _dense(wq)  # rotated domain unless bf16 forward
   gemm = functools.partial(
     _backward_gemm,

@@ -189,7 +189,6 @@ def test_bad_dtype_and_mode():
   "key,error",
   [
     (0, errors.DTypeError),
-    (None, errors.DTypeError),
     (np.uint32(3), errors.DTypeError),
     (jax.random.split(jax.random.key(0), 2), errors.ShapeError),
     (jax.random.split(jax.random.PRNGKey(0), 2), errors.DTypeError),
@@ -201,6 +200,18 @@ def test_bad_key_is_named_at_the_forward(key, error):
   x, w = jnp.ones((8, 64)), jnp.ones((32, 64))
   with pytest.raises(error, match="key"):
     quant.quartet_linear(x, w, key)
+
+
+def test_no_key_evaluates_and_refuses_a_random_backward_at_grad():
+  # key=None: the forward (which reads no randomness) as with a key; the SR
+  # backward, which would need one, raises when jax.grad traces it.
+  x, w, _ = _data()
+  np.testing.assert_array_equal(
+    quant.quartet_linear(x, w, None),
+    quant.quartet_linear(x, w, jax.random.key(0)),
+  )
+  with pytest.raises(errors.ConfigError, match="key=None"):
+    jax.grad(lambda w: jnp.sum(quant.quartet_linear(x, w, None)))(w)
 
 
 def test_raw_and_typed_keys_are_the_same_key():
