@@ -32,6 +32,7 @@ Run: python -m experiments.drag --config configs/drag.py:quick --workdir runs/dr
 
 import functools
 import os
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -74,17 +75,36 @@ def check_config(config) -> None:
       drag.check_tau(tau)
     except errors.ConfigError as e:
       raise errors.ConfigError(f"config.taus[{i}]: {e}") from None
+  names = [m.name for m in methods(config)]
+  if len(set(names)) < len(names):
+    raise errors.ConfigError(
+      f"config.taus={tuple(config.taus)} name the same run twice "
+      f"({', '.join(names[2:])}; run names keep 6 significant digits)"
+    )
   if not bool(jax.jit(drag.is_free)(np.asarray(config.start, np.float32))):
     raise errors.ConfigError(
       f"config.start={tuple(config.start)} lies inside a wall or off the maze"
     )
 
 
-def methods(config) -> list:
-  return ["rig", "skewfit"] + [f"drag_tau{t:g}" for t in config.taus]
+class Method(NamedTuple):
+  """One run of the comparison: its name (run directory, results keys), lib's
+  weighting (`drag.online_iteration`'s method) and DRAG's temperature (1 for
+  the baselines, where only `weight_diagnostics` reads it)."""
+
+  name: str
+  kind: str
+  tau: float = 1.0
 
 
-def run_method(config, method: str, workdir: str) -> dict:
+def methods(config) -> list[Method]:
+  """RIG and Skew-Fit, then DRAG at each of config.taus."""
+  return [Method("rig", "rig"), Method("skewfit", "skewfit")] + [
+    Method(f"drag_tau{t:g}", "drag", float(t)) for t in config.taus
+  ]
+
+
+def run_method(config, method: Method, workdir: str) -> dict:
   """One method's online loop, its seeds one vmapped sweep; final state."""
   vae = drag.VAE(latent=config.latent)
   weighter = drag.Weighter()
@@ -93,8 +113,7 @@ def run_method(config, method: str, workdir: str) -> dict:
   seeds, walkers = config.seeds, config.walkers
   cap = config.iterations * walkers * config.horizon + 1
   start = jnp.asarray(config.start, jnp.float32)
-  tau = float(method.split("tau")[1]) if method.startswith("drag") else 1.0
-  kind = "drag" if method.startswith("drag") else method  # lib's name
+  kind = method.kind
   pix = 16
 
   def init_one(key, setting):
@@ -142,11 +161,12 @@ def run_method(config, method: str, workdir: str) -> dict:
     config=train_lib.phase_config(
       config.train, config.iterations, eval_every=config.train.log_every
     ),
-    data={"tau": np.float32(tau)},  # an argument: the taus share one program
+    # An argument: the taus share one program.
+    data={"tau": np.float32(method.tau)},
     eval_one=lambda s, data, setting: measure(
       config, vae, s, weighter, kind, data["tau"]
     ),
-    name=f"drag/{method}",
+    name=f"drag/{method.name}",
   )
   curve = {
     key: {
@@ -238,12 +258,13 @@ def measure(config, vae, s, weighter, method: str, tau) -> dict:
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
-  names = methods(config)
-  sweep = train_lib.Sweep(len(names), name="drag")
+  runs = methods(config)
+  names = [m.name for m in runs]
+  sweep = train_lib.Sweep(len(runs), name="drag")
   out = {}
-  for m in names:
-    with sweep.run(m):
-      out[m] = run_method(config, m, os.path.join(workdir, m))
+  for m in runs:
+    with sweep.run(m.name):
+      out[m.name] = run_method(config, m, os.path.join(workdir, m.name))
   results = {"methods": {}}
   for m in names:
     f = out[m]["final"]
@@ -253,9 +274,10 @@ def run(config, workdir) -> dict:
     results["methods"][m]["weights_kl_curve"] = out[m]["kl_curve"]
   cov = {m: out[m]["final"]["visited_coverage"] for m in names}
   baselines = np.maximum(cov["rig"], cov["skewfit"])  # per seed
-  for m in names[1:]:
+  for method in runs[1:]:
+    m = method.name
     results[f"{m}_minus_rig_coverage"] = stats.band(cov[m] - cov["rig"])
-    if m.startswith("drag"):
+    if method.kind == "drag":
       # The claims: against each baseline, paired by seed.
       results[f"{m}_vs_baselines_coverage"] = stats.against_each(
         cov[m], {b: cov[b] for b in ("rig", "skewfit")}

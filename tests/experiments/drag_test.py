@@ -46,15 +46,29 @@ def test_smoke_results_and_figures(tmp_path, fast_compile):
 
 def test_claim_keys_exist_for_the_quick_taus():
   config = config_lib.get_config("quick")
-  keys = {f"{m}_vs_baselines_coverage" for m in ex.methods(config)[2:]}
+  keys = {f"{m.name}_vs_baselines_coverage" for m in ex.methods(config)[2:]}
   for c in claims.CLAIMS:
     assert c.metric.rsplit(".", 1)[0] in keys
+
+
+def test_each_method_carries_its_own_tau_and_lib_weighting():
+  # The temperature is the config's float, not one read back from a run
+  # name (which keeps 6 significant digits).
+  config = config_lib.get_config("quick")
+  config.taus = (0.123456789, 2.0)
+  assert ex.methods(config) == [
+    ex.Method("rig", "rig", 1.0),
+    ex.Method("skewfit", "skewfit", 1.0),
+    ex.Method("drag_tau0.123457", "drag", 0.123456789),
+    ex.Method("drag_tau2", "drag", 2.0),
+  ]
 
 
 @pytest.mark.parametrize(
   "key, value, match",
   [
     ("taus", (1.0, 0.0), r"config.taus\[1\]"),
+    ("taus", (0.5, 0.5000001), "name the same run twice"),
     ("start", (0.45, 0.1), "inside a wall"),
     ("horizon", 0, "config.horizon"),
     ("weighter_lr", float("nan"), "config.weighter_lr"),  # ran to the end
