@@ -245,7 +245,7 @@ def evaluator(config, grid):
   Entropies and coverage are of `eval_trajectories` episodes of the
   pretraining horizon; the zero-shot score of as many episodes of the
   fine-tuning's ("rooms": their mean return over `max_return`; a key of their
-  own, fold_in(k, 1)) or of the same episodes ("team_far_room": the team
+  own, the "zero_shot" stream of the seed's) or of the same episodes ("team_far_room": the team
   success, its fine-tuning horizon being the pretraining's)."""
   free = jnp.asarray(grid.free_cells())
   tcfg = rl.trpe.TRPEConfig(
@@ -259,7 +259,7 @@ def evaluator(config, grid):
       states, _ = rl.grid.rollouts(
         grid,
         lg,
-        jax.random.fold_in(k, 1),
+        rng.stream(k, "zero_shot"),
         config.eval_trajectories,
         config.finetune.horizon,
       )

@@ -41,7 +41,10 @@ SKETCH_KINDS = ("srht", "gaussian", "countsketch", "identity")
 Sketch = Callable[[jax.Array], jax.Array]
 
 
-def _check_sizes(d: int, b: int, kind: str) -> None:
+def check_sizes(d: int, b: int, kind: str) -> None:
+  """Raises ConfigError, naming the value, unless `make_sketch(key, d, b,
+  kind=kind)` can build its sketch (a known kind, b < d; b == d for
+  "identity")."""
   if kind not in SKETCH_KINDS:
     raise ConfigError(
       f"unknown sketch kind {kind!r}; expected one of {SKETCH_KINDS}"
@@ -202,7 +205,7 @@ def make_sketch(
   Raises:
     ConfigError: unknown kind, or b >= d for a compressing sketch.
   """
-  _check_sizes(d, b, kind)
+  check_sizes(d, b, kind)
   return _MAKERS[kind](key, int(d), int(b))
 
 

@@ -63,7 +63,6 @@ def sketched_sgd(
     ConfigError: sketch_size >= d.
   """
   dim = method_lib.check_dim(dim)
-  sketch_lib.make_sketch(jax.random.key(0), dim, sketch_size, kind=sketch_kind)
   return optimizer.one_sketch_method(
     optax.sgd(learning_rate),
     name="sketched_sgd",

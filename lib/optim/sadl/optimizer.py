@@ -298,7 +298,11 @@ def one_sketch_method(
 
   Sketched SGD (`optax.sgd`) and SADL with one sketch (`split_sketch=False`:
   the sketched Adam server) are this method with their own `tx`.
+
+  Raises:
+    ConfigError: an unknown sketch_kind, or sketch_size >= dim.
   """
+  sketch_lib.check_sizes(dim, sketch_size, sketch_kind)
 
   def encode(delta, key):
     sk, _ = sketch_lib.make_sketch(key, dim, sketch_size, kind=sketch_kind)
