@@ -114,7 +114,7 @@ def _check_key(key) -> None:
 def quartet_linear(
   x: jax.Array,
   w: jax.Array,
-  key: jax.Array,
+  key: jax.Array | None,
   *,
   forward: str | None = None,
   backward: str = "sr",
