@@ -113,7 +113,6 @@ def run_method(config, method: Method, workdir: str) -> dict:
   seeds, walkers = config.seeds, config.walkers
   cap = config.iterations * walkers * config.horizon + 1
   start = jnp.asarray(config.start, jnp.float32)
-  kind = method.kind
   pix = 16
 
   def init_one(key, setting):
@@ -142,7 +141,7 @@ def run_method(config, method: Method, workdir: str) -> dict:
       weighter=weighter,
       tx=tx,
       weighter_tx=wtx,
-      method=kind,
+      method=method.kind,
       tau=batch["tau"],
       horizon=config.horizon,
       vae_steps=config.vae_steps,
@@ -164,7 +163,7 @@ def run_method(config, method: Method, workdir: str) -> dict:
     # An argument: the taus share one program.
     data={"tau": np.float32(method.tau)},
     eval_one=lambda s, data, setting: measure(
-      config, vae, s, weighter, kind, data["tau"]
+      config, vae, s, weighter, method.kind, data["tau"]
     ),
     name=f"drag/{method.name}",
   )

@@ -280,37 +280,33 @@ def train(
     return jax.device_get(jit_eval(state, data)) if jit_eval else {}
 
   ckpt = checkpoint_lib.Checkpointer(workdir, keep=config.keep_checkpoints)
+  writer = None
+  # Every exit closes both, errors included (the `finally` below); a
+  # checkpointer left open at a failed restore had orbax's background clean-up
+  # of temporary folders print a traceback after the one-line error.
   try:
     start, restored = ckpt.restore_latest(carry)
-  except BaseException:
-    # Closed before the error leaves: orbax's background clean-up of temporary
-    # folders would otherwise still run at exit and print a traceback after
-    # the one-line error.
-    ckpt.close()
-    raise
-  if start is not None:
-    carry = restored
-    logging.info("%s resumed from %s at step %d", name, ckpt.directory, start)
-    if start > config.num_steps:  # An allowed config change lowered it.
-      logging.warning(
-        "%s: the checkpoint in %s is at step %d, past num_steps=%d: the "
-        "state returned is the step-%d one (use a fresh workdir to train "
-        "%d steps)",
-        name,
-        ckpt.directory,
-        start,
-        config.num_steps,
-        start,
-        config.num_steps,
-      )
-  writer = metrics_lib.MetricWriter(
-    workdir, resume_step=start, tensorboard=config.get("tensorboard", False)
-  )
-  step = int(start or 0)
-  progress = metrics_lib.Progress(config.num_steps, step, name)
-  history = list(writer.records)
-
-  try:
+    if start is not None:
+      carry = restored
+      logging.info("%s resumed from %s at step %d", name, ckpt.directory, start)
+      if start > config.num_steps:  # An allowed config change lowered it.
+        logging.warning(
+          "%s: the checkpoint in %s is at step %d, past num_steps=%d: the "
+          "state returned is the step-%d one (use a fresh workdir to train "
+          "%d steps)",
+          name,
+          ckpt.directory,
+          start,
+          config.num_steps,
+          start,
+          config.num_steps,
+        )
+    writer = metrics_lib.MetricWriter(
+      workdir, resume_step=start, tensorboard=config.get("tensorboard", False)
+    )
+    step = int(start or 0)
+    progress = metrics_lib.Progress(config.num_steps, step, name)
+    history = list(writer.records)
     while step < config.num_steps:
       length = min(
         config.log_every - step % config.log_every, config.num_steps - step
@@ -352,7 +348,8 @@ def train(
         for row in _rows(0, {}, evaluate(carry[1]), runs, name):
           history.append(writer.write(0, row))
   finally:  # Also on NonFiniteError: pending saves finish, files close.
-    writer.close()
+    if writer is not None:
+      writer.close()
     ckpt.close()
   return carry[1], History(history, eval_keys, runs, name)
 
