@@ -50,6 +50,7 @@ CLAIMS = [
     "with the sanity row on the fixed permutation: where a flow without "
     "learned mixing is as close to dense, the tolerance does not tell CD "
     "from no mixing.",
+    needs_band=True,
     **_DENSITY,
   ),
   Claim(

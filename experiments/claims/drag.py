@@ -28,6 +28,9 @@ CLAIMS = [
       f"drag_tau{tau}_vs_baselines_coverage.hi",
     ),
     samples=f"drag_tau{tau}_vs_baselines_coverage.baselines.*.by_seed",
+    comparator_diverged=(
+      f"drag_tau{tau}_vs_baselines_coverage.comparator_finite_fraction"
+    ),
     claim=(
       "Distributionally robust VAE training covers at least as much of "
       f"the maze as RIG and Skew-Fit after the same budget (DRAG, tau = {tau})."

@@ -124,6 +124,9 @@ def _refine_claims(dataset, label):
         f"{dataset}.greedy.vs_rankings.hi",
       ),
       samples=f"{dataset}.greedy.vs_rankings.baselines.*.by_seed",
+      comparator_diverged=(
+        f"{dataset}.greedy.vs_rankings.comparator_finite_fraction"
+      ),
       claim=(
         "Greedy selection across the views finds more informative features "
         "than the best single view (or time IG, or random) at the same budget "

@@ -149,6 +149,10 @@ CLAIMS = [
     check="< 1",
     interval=("vi.qng_nw_iterations.ratio_lo", "vi.qng_nw_iterations.ratio_hi"),
     samples="vi.qng_nw_iterations.worst_ratio_per_split",
+    # A baseline that diverged at every step has no curve to reach, so it
+    # is absent from the ratios: the report must say so (same baselines as
+    # the accuracy's fraction; "selected" None = diverged everywhere).
+    comparator_diverged="vi.qng_nw_baselines_finite_fraction",
     samples_log=True,
     count_key="vi.num_splits",
     sample_unit="splits",

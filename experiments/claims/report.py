@@ -15,7 +15,8 @@ Verdicts (the report must not be able to flatter us, issues 12 and 14):
   time scores a batch that went NaN before its mean correlation fell below
   0.8 as correlated to the end).
 - "unresolved": the point passes but its interval (`interval`) does not pass
-  as a whole, the point fails but its interval reaches values that pass (a
+  as a whole, a claim against another run has no interval (`needs_band`),
+  the point fails but its interval reaches values that pass (a
   "no" inside the noise is no more settled than a "yes" inside it), the
   interval is absent or malformed, or it does not contain its own point
   estimate (a defect of the estimator, shown as "point outside band").
@@ -95,6 +96,11 @@ class Claim:
   # (`settle_commands`).
   count_key: str | None = None
   count_scale: int = 1
+  # Ours is compared with another run of the experiment (a baseline trained
+  # beside it), not with a fixed number: without `interval` (one seed) the
+  # difference may be seed noise, so the verdict is "unresolved" ("one run
+  # against another, no band") whichever side the point falls on.
+  needs_band: bool = False
 
   def __post_init__(self):
     parse_check(self.check)
@@ -106,6 +112,10 @@ class Claim:
     if self.count_scale < 1:
       raise ValueError(
         f"claim {self.name!r}: count_scale must be >= 1, got {self.count_scale}"
+      )
+    if self.needs_band and self.interval is not None:
+      raise ValueError(
+        f"claim {self.name!r}: needs_band is for a claim without interval"
       )
     if not self.sanity and not self.comparator.strip():
       raise ValueError(
@@ -596,13 +606,14 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
     lo, hi = (lookup(results, k) for k in claim.interval)
     if _finite(lo) and _finite(hi):
       ours += f" [{_fmt(claim, lo)}, {_fmt(claim, hi)}]"
+      # A malformed band settles nothing, a failing point included.
       if lo > hi:
         reasons.append("band low > high")
-        verdict = "unresolved" if verdict == "yes" else verdict
+        verdict = "unresolved"
       elif not lo <= value <= hi:
         # An estimator whose band excludes its own point is broken.
         reasons.append("point outside band")
-        verdict = "unresolved" if verdict == "yes" else verdict
+        verdict = "unresolved"
       elif verdict == "yes":
         check = parse_check(claim.check)
         # Checks are half-lines or closed intervals (convex): the whole band
@@ -613,9 +624,12 @@ def evaluate(claim: Claim, results: dict | None) -> dict:
       elif band_reaches(claim.check, float(lo), float(hi)):  # point fails
         reasons.append("band reaches the check")
         verdict = "unresolved"
-    elif verdict == "yes":
+    else:  # absent, NaN or infinite (one seed): no side is settled
       reasons.append("band missing")
       verdict = "unresolved"
+  elif claim.needs_band:
+    reasons.append("one run against another, no band")
+    verdict = "unresolved"
 
   for key, whose in (
     (claim.comparator_diverged, "baseline"),

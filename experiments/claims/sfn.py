@@ -29,6 +29,7 @@ def _vs_each(key: str, figure: str, **kw) -> Claim:
     metric=f"{key}.point",
     interval=(f"{key}.lo", f"{key}.hi"),
     samples=f"{key}.baselines.*.by_seed",
+    comparator_diverged=f"{key}.comparator_finite_fraction",
     fmt="{:+.3g}",
     figures=(figure,),
     **kw,

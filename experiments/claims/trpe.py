@@ -29,6 +29,7 @@ def _vs_others(key: str, **kw) -> Claim:
     metric=f"{key}.point",
     interval=(f"{key}.lo", f"{key}.hi"),
     samples=f"{key}.baselines.*.by_seed",
+    comparator_diverged=f"{key}.comparator_finite_fraction",
     count_key="seeds",
     fmt="{:+.3f}",
     **kw,

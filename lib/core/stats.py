@@ -4,6 +4,8 @@ Every paired comparison in the reproduce report (per seed, per split, per
 validation trajectory) is this interval of the per-unit differences.
 """
 
+import math
+
 import numpy as np
 
 from lib.core import errors
@@ -127,14 +129,18 @@ def against_every(per: dict) -> dict:
     is usable, the strongest baseline's (smallest point) "point" and "hi",
     its name as "best_baseline", and the lowest "lo" of all usable baselines.
     A diverged baseline sets comparator_finite_fraction below 1, so the
-    report says so instead of counting it as beaten.
+    report says so instead of counting it as beaten. A usable baseline's
+    non-finite point (ours not finite) makes "point", "lo" and "hi" NaN: no
+    order of the baselines can then pick a "strongest".
   """
   finite = [b for b, p in per.items() if not p.get("diverged", False)]
   out = {
     "baselines": per,
     "comparator_finite_fraction": len(finite) / len(per) if per else 0.0,
   }
-  if finite:
+  if finite and not all(math.isfinite(per[b]["point"]) for b in finite):
+    out.update(best_baseline=None, point=math.nan, lo=math.nan, hi=math.nan)
+  elif finite:
     best = min(finite, key=lambda b: per[b]["point"])
     out.update(
       best_baseline=best,
@@ -153,7 +159,9 @@ def against_each(
 
   The claim "ours beats the baselines" holds where every paired interval
   clears the check. A per-unit max over the baselines instead would favour
-  them: E[ours - max(b1, b2)] < 0 even when all three are alike.
+  them: E[ours - max(b1, b2)] < 0 even when all three are alike. A baseline
+  with a non-finite value on some unit is marked {"diverged": True} (its
+  comparison kept): never beaten, never the strongest.
 
   Args:
     ours: [n] per-unit values of our method.
@@ -161,12 +169,12 @@ def against_each(
     level: the intervals' confidence level.
     sign: -1 where lower values are better.
   """
-  return against_every(
-    {
-      name: paired_difference(ours, theirs, level, sign)
-      for name, theirs in baselines.items()
-    }
-  )
+  per = {}
+  for name, theirs in baselines.items():
+    per[name] = paired_difference(ours, theirs, level, sign)
+    if not np.all(np.isfinite(np.asarray(theirs, np.float64))):
+      per[name]["diverged"] = True
+  return against_every(per)
 
 
 def ratio_interval(slow_times, fast_times, level: float = 0.95):
@@ -182,6 +190,14 @@ def ratio_interval(slow_times, fast_times, level: float = 0.95):
   slow, fast = _paired(
     slow_times, fast_times, "ratio_interval(slow_times, fast_times)"
   )
-  log_ratio = np.log(slow) - np.log(fast)
-  mean, lo, hi = mean_interval(log_ratio, level)
+  return geometric_interval(slow / fast, level)
+
+
+def geometric_interval(values, level: float = 0.95):
+  """Geometric mean of positive `values` and the exp of the t interval of
+  their logs: (mean, lo, hi) as floats. A zero or non-finite value makes
+  them non-finite (log 0 = -inf), never an error."""
+  with np.errstate(divide="ignore", invalid="ignore"):
+    logs = np.log(np.asarray(values, np.float64))
+  mean, lo, hi = mean_interval(logs, level)
   return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))

@@ -82,7 +82,13 @@ def unit_name(per_seed, metric):
 
 
 def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
-  """HNS vs the strongest baseline on `metric`, as a paired interval.
+  """HNS vs every baseline on `metric`, each as a paired interval.
+
+  As `lib.core.stats.against_every`: the point and the high end are the
+  strongest baseline's (by mean score, divergence counted), the low end the
+  lowest of all baselines' intervals, and the finite fraction the smallest
+  of all baselines': a weaker baseline that diverged is reported, never
+  counted as beaten (before, only the strongest one's was).
 
   Args:
     per_seed: {model kind: per-seed metric dicts}, "hns" included.
@@ -95,12 +101,13 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
       per unit, point = mean difference.
 
   Returns:
-    {"comparator": kind, "comparator_name", "comparator_value" (mean over
-    seeds), "comparator_finite_fraction", "comparator_diverged",
-    "hns_value", "point", "lo", "hi", "units" ("seeds", "batches" or
-    "trajectories": `unit_name`), "num_units", "per_unit" (the per-unit
-    statistic), "num_diverged" {kind: diverged trajectories over seeds},
-    "baselines": {kind: {metric, finite_fraction}}}.
+    {"comparator": the strongest kind, "comparator_name", "comparator_value"
+    (mean over seeds), "comparator_finite_fraction" (the smallest over the
+    baselines), "comparator_diverged", "hns_value", "point", "lo", "hi",
+    "units" ("seeds", "batches" or "trajectories": `unit_name`),
+    "num_units", "per_unit" (the strongest's per-unit statistic),
+    "num_diverged" {kind: diverged trajectories over seeds}, "baselines":
+    {kind: {metric, finite_fraction, point, lo, hi, per_unit}}}.
   """
 
   def score(kind):
@@ -110,19 +117,31 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
   def finite_fraction(kind):
     return float(np.mean([float(m["finite_fraction"]) for m in per_seed[kind]]))
 
+  hns_units = units(per_seed["hns"], metric)
+
+  def against(kind):
+    base_units = units(per_seed[kind], metric)
+    with np.errstate(divide="ignore", invalid="ignore"):
+      if ratio:
+        stat = np.log(base_units) - np.log(hns_units)
+      else:
+        stat = hns_units - base_units
+    point, lo, hi = stats.mean_interval(stat)
+    if ratio:
+      point, lo, hi = (float(np.exp(v)) for v in (point, lo, hi))
+    return {
+      "point": float(point),
+      "lo": float(lo),
+      "hi": float(hi),
+      # The per-unit statistic behind the interval (the ratio itself when
+      # `ratio`): the reproduce report's seeds-needed column reads it.
+      "per_unit": (np.exp(stat) if ratio else stat).tolist(),
+    }
+
+  each = {k: against(k) for k in baselines}
   # Strongest first; among equal scores (all inf) the least diverged.
   best = max(baselines, key=lambda k: (score(k), finite_fraction(k)))
-  hns_units = units(per_seed["hns"], metric)
-  base_units = units(per_seed[best], metric)
-  with np.errstate(divide="ignore", invalid="ignore"):
-    if ratio:
-      stat = np.log(base_units) - np.log(hns_units)
-    else:
-      stat = hns_units - base_units
-  point, lo, hi = stats.mean_interval(stat)
-  if ratio:
-    point, lo, hi = (float(np.exp(v)) for v in (point, lo, hi))
-  ff = finite_fraction(best)
+  ff = min(finite_fraction(k) for k in baselines)
   return {
     "comparator": best,
     "comparator_name": NAMES[best],
@@ -132,14 +151,14 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
     "comparator_finite_fraction": ff,
     "comparator_diverged": bool(ff < 1.0),
     "hns_value": float(np.mean([float(m[metric]) for m in per_seed["hns"]])),
-    "point": float(point),
-    "lo": float(lo),
-    "hi": float(hi),
+    "point": each[best]["point"],
+    # NaN (one unit, or a non-finite statistic) in any baseline's band makes
+    # the low end NaN: the report reads it as no band.
+    "lo": float(np.min([each[k]["lo"] for k in baselines])),
+    "hi": each[best]["hi"],
     "units": unit_name(per_seed["hns"], metric),
-    "num_units": int(stat.size),
-    # The per-unit statistic behind the interval (the ratio itself when
-    # `ratio`): the reproduce report's seeds-needed column reads it.
-    "per_unit": (np.exp(stat) if ratio else stat).tolist(),
+    "num_units": len(each[best]["per_unit"]),
+    "per_unit": each[best]["per_unit"],
     # Diverged trajectories over all seeds, per model: the official
     # correlation time can hide them (a diverged batch looks correlated).
     "num_diverged": {
@@ -150,6 +169,7 @@ def compare(per_seed, metric, baselines, *, higher_is_better, ratio):
       k: {
         metric: float(np.mean([float(m[metric]) for m in per_seed[k]])),
         "finite_fraction": finite_fraction(k),
+        **each[k],
       }
       for k in baselines
     },

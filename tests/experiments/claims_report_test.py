@@ -99,6 +99,14 @@ def test_point_verdicts():
     # Even a band that passes entirely cannot rescue a point outside it.
     ("< 1", 0.080, 0.184, 0.5, "unresolved", "point outside band"),
     ("< 1", 0.5, 0.9, 0.1, "unresolved", "band low > high"),
+    # A failing point with a malformed band is no "no" either (before, these
+    # read "no": the band's checks ran for a passing point alone).
+    ("< 1", 1.2, 1.5, 1.3, "unresolved", "band low > high"),
+    ("< 1", 1.2, 1.3, 1.5, "unresolved", "point outside band"),
+    # One seed: a t band of +-inf, or NaN, settles neither side.
+    ("> 0", -0.01, -math.inf, math.inf, "unresolved", "band missing"),
+    ("> 0", -0.01, math.nan, math.nan, "unresolved", "band missing"),
+    ("> 0", 0.01, -math.inf, math.inf, "unresolved", "band missing"),
   ],
 )
 def test_interval_verdicts(check, point, lo, hi, verdict, reason):
@@ -106,6 +114,22 @@ def test_interval_verdicts(check, point, lo, hi, verdict, reason):
   row = report.evaluate(claim, {"a": {"b": point, "lo": lo, "hi": hi}})
   assert row["verdict"] == verdict, row
   assert (reason in row["reasons"]) if reason else not row["reasons"]
+
+
+@pytest.mark.parametrize("point", [0.7, 0.3])
+def test_one_run_against_another_settles_nothing(point):
+  # A difference of two single runs (one seed each) may be seed noise, on
+  # either side of the check: before, it read "yes" (or "no") on its point.
+  claim = _claim(needs_band=True)
+  row = report.evaluate(claim, {"a": {"b": point}})
+  assert row["verdict"] == "unresolved"
+  assert row["reasons"] == ["one run against another, no band"]
+  # A threshold against a fixed number keeps its plain verdict.
+  assert report.evaluate(_claim(), {"a": {"b": point}})["verdict"] == (
+    "yes" if point >= 0.5 else "no"
+  )
+  with pytest.raises(ValueError, match="needs_band is for a claim without"):
+    _claim(needs_band=True, interval=("a.lo", "a.hi"))
 
 
 def test_interval_is_shown_next_to_ours_and_required_for_yes():

@@ -113,15 +113,63 @@ def test_compare_counts_divergence_and_pairs_units():
   h = comparison.compare(
     per_seed, "hamiltonian_error", baselines, higher_is_better=False, ratio=True
   )
-  assert h["comparator"] == "next_step_cnn" and not h["comparator_diverged"]
   np.testing.assert_allclose(h["point"], np.sqrt(4.0 * 3.0))
+  # ... but the diverged du/dt CNN is still a baseline the claim must face:
+  # its finite fraction is the comparison's (before, only the strongest
+  # baseline's was reported, 1.0, and a "yes" could rest on the other).
+  assert h["comparator"] == "next_step_cnn"
+  assert h["comparator_finite_fraction"] == 0.5 and h["comparator_diverged"]
+  assert h["baselines"]["next_step_cnn"]["finite_fraction"] == 1.0
+  # The low end is the lowest of both bands: du/dt's has an inf unit (NaN).
+  assert np.isnan(h["lo"]) and np.isfinite(h["hi"])
   # One seed: the units are the trajectories of that seed.
   one = {k: v[:1] for k, v in per_seed.items()}
   h1 = comparison.compare(
     one, "hamiltonian_error", baselines, higher_is_better=False, ratio=True
   )
   assert h1["units"] == "trajectories" and h1["num_units"] == 2
-  np.testing.assert_allclose([h1["point"], h1["lo"], h1["hi"]], 4.0)
+  np.testing.assert_allclose([h1["point"], h1["hi"]], 4.0)
+  # Against the next-step CNN alone both bands are exact, (4/1, 4/1).
+  fin = comparison.compare(
+    {k: one[k] for k in ("hns", "next_step_cnn")},
+    "hamiltonian_error",
+    ("next_step_cnn",),
+    higher_is_better=False,
+    ratio=True,
+  )
+  np.testing.assert_allclose([fin["point"], fin["lo"], fin["hi"]], 4.0)
+  assert not fin["comparator_diverged"]
+
+
+def test_compare_low_end_is_the_lowest_of_every_baseline():
+  ok = [True, True]
+  per_seed = {
+    "hns": [_seed([1, 1], [1, 1], ok), _seed([1, 1], [1, 1], ok)],
+    # H errors per seed: du/dt (4, 6), mean 5, the strongest; next-step
+    # (3, 9), mean 6, whose wider band reaches lower.
+    "derivative_cnn": [_seed([1, 1], [4, 4], ok), _seed([1, 1], [6, 6], ok)],
+    "next_step_cnn": [_seed([1, 1], [3, 3], ok), _seed([1, 1], [9, 9], ok)],
+  }
+  h = comparison.compare(
+    per_seed,
+    "hamiltonian_error",
+    ("derivative_cnn", "next_step_cnn"),
+    higher_is_better=False,
+    ratio=True,
+  )
+  t = 12.706204736174696  # t_{0.975, 1}
+
+  def band(r):  # exp of the t interval of the log ratios over two seeds
+    logs = np.log(r)
+    half = t * np.std(logs, ddof=1) / np.sqrt(2)
+    return np.exp([logs.mean(), logs.mean() - half, logs.mean() + half])
+
+  b1, b2 = band([4.0, 6.0]), band([3.0, 9.0])
+  assert h["comparator"] == "derivative_cnn"
+  np.testing.assert_allclose([h["point"], h["hi"]], [b1[0], b1[2]])
+  np.testing.assert_allclose(h["lo"], min(b1[1], b2[1]))
+  np.testing.assert_allclose(h["baselines"]["next_step_cnn"]["lo"], b2[1])
+  assert h["comparator_finite_fraction"] == 1.0
 
 
 def test_every_baseline_diverged_is_flagged():

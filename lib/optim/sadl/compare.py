@@ -579,12 +579,14 @@ def summarize_mlp(rows: dict, compressions) -> dict:
     tags = [f"{n}_{r}x" for n in COMPRESSED_BASELINES if f"{n}_{r}x" in rows]
     if not tags:
       continue
-    per = {
-      t: {"diverged": True}
-      if rows[t]["diverged"]
-      else paired(acc, rows[t]["per_seed"]["test_acc"])
-      for t in tags
-    }
+    per = {}
+    for t in tags:
+      if rows[t]["diverged"]:
+        per[t] = {"diverged": True}
+        continue
+      per[t] = paired(acc, rows[t]["per_seed"]["test_acc"])
+      # A baseline that diverged on some seed is never the beaten one.
+      per[t]["diverged"] = per[t]["comparator_finite_fraction"] < 1
     vs = stats.against_every(per)
     if "best_baseline" in vs:
       best = per[vs["best_baseline"]]

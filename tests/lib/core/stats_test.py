@@ -93,6 +93,31 @@ def test_against_each_pairs_every_baseline_and_keeps_the_strictest():
   assert low["hi"] == pytest.approx(-1.0 + half)
 
 
+@pytest.mark.parametrize("order", [("b1", "bad"), ("bad", "b1")])
+def test_a_baseline_with_a_non_finite_unit_is_diverged_in_any_order(order):
+  # Before, the outcome hung on dict order: listed second, the NaN baseline
+  # was skipped by min() and the claim passed on b1 alone with a finite
+  # fraction of 1; listed first, ours read as not finite.
+  ours = np.array([1.0, 2.0, 3.0])
+  values = {"b1": ours - 1, "bad": np.array([0.0, np.nan, 1.0])}
+  out = stats.against_each(ours, {k: values[k] for k in order})
+  assert out["baselines"]["bad"]["diverged"] is True
+  assert "diverged" not in out["baselines"]["b1"]
+  assert out["comparator_finite_fraction"] == 0.5
+  assert out["best_baseline"] == "b1" and out["point"] == pytest.approx(1.0)
+  # An infinite loss is a diverged baseline as well, never one beaten.
+  inf = stats.against_each(ours, {"b": np.array([0.0, np.inf, 1.0])}, sign=-1)
+  assert inf["comparator_finite_fraction"] == 0.0 and "point" not in inf
+
+
+def test_ours_not_finite_makes_the_combined_point_nan():
+  ours = np.array([1.0, np.nan, 3.0])
+  out = stats.against_each(ours, {"b1": np.zeros(3), "b2": np.ones(3)})
+  assert out["comparator_finite_fraction"] == 1.0
+  assert math.isnan(out["point"]) and math.isnan(out["lo"])
+  assert out["best_baseline"] is None
+
+
 def test_against_each_has_no_bias_where_a_per_seed_max_has_one():
   # Three identically distributed methods: against each baseline the mean
   # difference is ~0; against the per-seed better of two it is -E|b1-b2|/2.
