@@ -25,6 +25,7 @@ from lib import data as data_lib
 from lib import optim as optim_lib
 from lib import train as train_lib
 from lib.core import rng
+from lib.core import stats
 from lib.models import two_layer
 
 OPTIMIZERS = ("gd", "adam", "signgd")
@@ -41,6 +42,7 @@ def check_config(config) -> None:
     _checks.number(d[key], f"config.data.{key}", above=0)
   _checks.number(d.sz, "config.data.sz", at_least=0)
   _checks.integer(config.model.m, "config.model.m", minimum=2)
+  _checks.integer(config.gap_seeds, "config.gap_seeds")
   _checks.number(config.model.alpha, "config.model.alpha", above=0)
   for key in ("gd_lr", "adam_lr", "adam_eps"):
     _checks.number(o[key], f"config.optim.{key}", above=0)
@@ -61,6 +63,7 @@ def check_config(config) -> None:
     _checks.number(sc.adam_lr, "config.spurious.adam_lr", above=0)
     _checks.integer(sc.num_steps, "config.spurious.num_steps")
     _checks.integer(sc.seeds, "config.spurious.seeds")
+    _checks.one_of(sc.vary_split, (True, False), "config.spurious.vary_split")
 
 
 def make_optimizer(name: str, config) -> optax.GradientTransformation:
@@ -73,10 +76,10 @@ def make_optimizer(name: str, config) -> optax.GradientTransformation:
   return optim_lib.sign_gd(config.signgd_lr)
 
 
-def cluster_data(config) -> dict:
-  """Train and test sets of Eq. (1), drawn from the config seed."""
+def cluster_data(config, seed: int | None = None) -> dict:
+  """Train and test sets of Eq. (1), drawn from `seed` (the config's)."""
   d = config.data
-  root = rng.root_key(config.train.seed)
+  root = rng.root_key(config.train.seed if seed is None else seed)
   sample = functools.partial(
     data_lib.sample_gaussian_clusters,
     mu=d.mu,
@@ -176,7 +179,12 @@ def boundary_figure(path, config, data, weights: dict) -> None:
   train_lib.save_figure(fig, path, dpi=110)
 
 
-def run_clusters(config, workdir) -> tuple[dict, dict]:
+def run_clusters(config, workdir) -> tuple[dict, functools.partial]:
+  """Trains each optimizer on the clusters; (results, the boundary figure).
+
+  The figure comes back undrawn (`draw(path)`), to be drawn after
+  results.json is written.
+  """
   data = cluster_data(config)
   results = {"analytic": analytic_accuracies(config, data)}
   weights = {}
@@ -216,18 +224,20 @@ def run_clusters(config, workdir) -> tuple[dict, dict]:
     }
     logging.info("%s: %s", name, results[name])
   if "gd" in results and "adam" in results:
-    results["acc_gap"] = results["adam"]["test_acc"] - results["gd"]["test_acc"]
-  boundary_figure(
-    os.path.join(workdir, "boundaries.png"),
-    config,
-    data,
-    {k: v for k, v in weights.items() if k in ("gd", "adam")},
+    # This run's own gap; "acc_gap" is the mean over seeds (run_accuracy_gap).
+    results["acc_gap_seed0"] = (
+      results["adam"]["test_acc"] - results["gd"]["test_acc"]
+    )
+  draw = functools.partial(
+    boundary_figure,
+    config=config,
+    data=data,
+    weights={k: v for k, v in weights.items() if k in ("gd", "adam")},
   )
-  return results
+  return results, draw
 
 
-def spurious_task(sc, data, *, seed_offset: int = 0) -> train_lib.Task:
-  del seed_offset
+def spurious_task(sc, data) -> train_lib.Task:
   d = data["x_train"].shape[1]
   a = two_layer.outer_weights(sc.width)
 
@@ -295,14 +305,104 @@ def _fit_members(task, tx):
   return init_one, step_one
 
 
+def _seed_sweep(task, tx, data, seed, train_config, workdir, name):
+  """`fit(task, tx)` for seeds seed, seed + 1, ... in one program.
+
+  `data` holds one data set per seed, stacked on axis 0 (member i trains and
+  is evaluated on data[i]). Member i is the run `fit` would do with train
+  seed `seed + i` on data[i]: each keeps its own root key (bitwise the
+  former one-run-per-seed results).
+  """
+  num = jax.tree.leaves(data)[0].shape[0]
+  settings = train_lib.sweep_stack(
+    names=[f"seed{i}" for i in range(num)],
+    seed=seed + np.arange(num),
+    data_index=np.arange(num),
+  )
+
+  def own(d, setting):  # the member's data set
+    return jax.tree.map(lambda v: v[setting["data_index"]], d)
+
+  return train_lib.run_sweep(
+    *_fit_members(task, tx),
+    settings,
+    workdir=os.path.join(workdir, name),
+    config=train_config,
+    data=data,
+    batch_one=lambda d, key, step, s: _member_batch(
+      task, own(d, s), key, step, s
+    ),
+    eval_one=lambda state, d, s: task.eval_fn(state.params, own(d, s)),
+    name=name,
+    watch=(),
+    freeze_diverged=False,
+  )
+
+
+def run_accuracy_gap(config, workdir) -> dict:
+  """Adam minus GD test accuracy over `config.gap_seeds` seeds, paired.
+
+  Seed i draws its own train and test sets (`cluster_data` at train seed
+  config.train.seed + i) and its own init; seed 0 is the main run's. Before
+  2026-12-07 the gap was the main run's alone, one seed and no band.
+  """
+  seeds = config.train.seed + np.arange(config.gap_seeds)
+  draws = [cluster_data(config, int(s)) for s in seeds]
+  data = jax.tree.map(lambda *v: jnp.stack(v), *draws)
+  task = cluster_task(config, draws[0])
+  train_cfg = train_lib.phase_config(
+    config.train,
+    config.train.num_steps,
+    checkpoint_every=config.train.num_steps,
+    eval_every=0,
+  )
+  acc = {}
+  for name in ("gd", "adam"):
+    result = _seed_sweep(
+      task,
+      make_optimizer(name, config),
+      data,
+      config.train.seed,
+      train_cfg,
+      workdir,
+      f"gap/{name}",
+    )
+    acc[name] = np.asarray(result.final("test_acc"), np.float64)
+  gap = stats.paired_difference(acc["adam"], acc["gd"])
+  return {
+    "acc_gap": gap["point"],
+    "acc_gap_lo": gap["lo"],
+    "acc_gap_hi": gap["hi"],
+    "acc_gap_by_seed": gap["by_seed"],
+    "test_acc_by_seed": {k: v.tolist() for k, v in acc.items()},
+  }
+
+
+def spurious_data(config) -> dict:
+  """Each seed's train/test split and patch colours, stacked on axis 0.
+
+  Seed i draws its split with data seed config.train.seed + i: the worst
+  group holds 17-32 test images, so the split, not the init, is most of
+  the noise a band over seeds must hold. `spurious.vary_split=False`
+  (one split for every seed, the reports' before 2026-12-07) keeps the
+  config's split alone.
+  """
+  sc = config.spurious
+  splits = [
+    data_lib.make_patch_digits(
+      train_correlation=sc.train_correlation,
+      test_fraction=sc.test_fraction,
+      patch_value=sc.patch_value,
+      seed=config.train.seed + (i if sc.vary_split else 0),
+    )
+    for i in range(sc.seeds)
+  ]
+  return {k: np.stack([s[k] for s in splits]) for k in splits[0]}
+
+
 def run_spurious(config, workdir) -> dict:
   sc = config.spurious
-  data = data_lib.make_patch_digits(
-    train_correlation=sc.train_correlation,
-    test_fraction=sc.test_fraction,
-    patch_value=sc.patch_value,
-    seed=config.train.seed,
-  )
+  data = spurious_data(config)
   opts = {"sgd": optax.sgd(sc.sgd_lr), "adam": optax.adam(sc.adam_lr)}
   train_cfg = train_lib.phase_config(
     config.train,
@@ -311,47 +411,40 @@ def run_spurious(config, workdir) -> dict:
     checkpoint_every=sc.num_steps,
     eval_every=0,
   )
-  # Seed i is the run `fit` would do with train seed config.train.seed + i:
-  # each member keeps its own root key (bitwise the former one-run-per-seed
-  # results), and all seeds of an optimizer share one program.
-  seeds = config.train.seed + np.arange(sc.seeds)
-  settings = train_lib.sweep_stack(
-    names=[f"seed{i}" for i in range(sc.seeds)], seed=seeds
-  )
-  task = spurious_task(sc, data)
-  results = {}
+  task = spurious_task(sc, jax.tree.map(lambda v: v[0], data))
+  results, worst = {}, {}
   for name, tx in opts.items():
-    result = train_lib.run_sweep(
-      *_fit_members(task, tx),
-      settings,
-      workdir=os.path.join(workdir, "spurious", name),
-      config=train_cfg,
-      data=data,
-      batch_one=functools.partial(_member_batch, task),
-      eval_one=lambda state, d, s: task.eval_fn(state.params, d),
-      name=f"spurious/{name}",
-      watch=(),
-      freeze_diverged=False,
+    result = _seed_sweep(
+      task, tx, data, config.train.seed, train_cfg, workdir, f"spurious/{name}"
     )
     loss = result.logged("loss")[1][-1]
+    worst[name] = np.asarray(result.final("worst_group_acc"), np.float64)
     results[name] = {
       "loss": float(np.mean(loss)),
       "test_acc": float(np.mean(result.final("test_acc"))),
-      "worst_group_acc": float(np.mean(result.final("worst_group_acc"))),
+      "worst_group_acc": float(np.mean(worst[name])),
+      "worst_group_acc_by_seed": worst[name].tolist(),
     }
-  results["worst_group_gap"] = (
-    results["adam"]["worst_group_acc"] - results["sgd"]["worst_group_acc"]
-  )
+  # Adam minus SGD, paired by seed (same split, init and batch order).
+  gap = stats.paired_difference(worst["adam"], worst["sgd"])
+  results["worst_group_gap"] = gap["point"]
+  results["worst_group_gap_lo"] = gap["lo"]
+  results["worst_group_gap_hi"] = gap["hi"]
+  results["worst_group_gap_by_seed"] = gap["by_seed"]
   return results
 
 
 def run(config, workdir) -> dict:
   check_config(config)
   train_lib.prepare_run(workdir, config)
-  results = run_clusters(config, workdir)
+  results, boundaries = run_clusters(config, workdir)
+  if "gd" in results and "adam" in results:
+    results.update(run_accuracy_gap(config, workdir))
   if config.spurious.enabled:
     results["spurious"] = run_spurious(config, workdir)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(boundaries, os.path.join(workdir, "boundaries.png"))
+  return results
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ References:
 import numpy as np
 
 from lib.core import errors
+from lib.core import rng as rng_lib
 from lib.data import digits as digits_lib
 
 
@@ -41,7 +42,8 @@ def make_patch_digits(
   train_idx, test_idx = digits_lib.split_indices(
     len(y), test_fraction=test_fraction, seed=seed
   )
-  rng = np.random.default_rng(seed + 1)
+  # Its own stream: seed + 1 would be the next seed's split draws.
+  rng = np.random.default_rng([seed, rng_lib.stream_id("patch_colours")])
   # Green patch iff class B, flipped with probability 1 - correlation (train) or 1/2 (test).
   green = y > 0
   flip_train = rng.random(len(y)) > train_correlation

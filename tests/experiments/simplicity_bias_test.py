@@ -18,6 +18,10 @@ def quick_results(tmp_path_factory):
   with config.unlocked():
     config.spurious.enabled = False
     config.optimizers = ("gd", "adam")
+    config.gap_seeds = 2
+    # One device, as a laptop run: over the suite's 8 fake devices each of
+    # the sweep's 10k steps would pay the cross-device sums (223 s, not 40).
+    config.train.mesh_data = 1
   workdir = str(tmp_path_factory.mktemp("sb_quick"))
   return simplicity_bias.run(config, workdir), workdir
 
@@ -45,6 +49,21 @@ def test_adam_is_richer_and_more_accurate(quick_results):
   assert adam["test_acc"] >= 0.998
   assert r["acc_gap"] >= 0.004
   assert os.path.exists(os.path.join(workdir, "boundaries.png"))
+
+
+def test_the_gap_sweeps_seed_zero_is_the_main_run(quick_results):
+  # The seed sweep's member 0 (one vmapped program over seeds) is the run
+  # `fit` does alone on the config's seed and data: the same accuracies.
+  r, _ = quick_results
+  by_seed = r["test_acc_by_seed"]
+  for name in ("gd", "adam"):
+    assert by_seed[name][0] == pytest.approx(r[name]["test_acc"], abs=1e-6)
+  assert r["acc_gap_by_seed"][0] == pytest.approx(r["acc_gap_seed0"], abs=1e-6)
+  # Seed 1 draws other data: not a copy of seed 0.
+  assert by_seed["gd"][1] != by_seed["gd"][0]
+  gaps = np.asarray(r["acc_gap_by_seed"])
+  assert r["acc_gap"] == pytest.approx(gaps.mean())
+  assert r["acc_gap_lo"] <= r["acc_gap"] <= r["acc_gap_hi"]
 
 
 def test_one_device_matches_eight(tmp_path):
