@@ -6,8 +6,8 @@ Run (the CPU reproduction, ~3 min on 2 cores):
 Variants: (default) more steps, EM iterations and seeds;
   quick: what the reproduce report runs; add ',smoke' for a seconds-long run.
 Your own features (e.g. CLIP embeddings; .npz with features [N, d], labels [N],
-task_ids [N]): --config.feature_file=/path/feats.npz (then the datasets are
-("file",)).
+task_ids [N]): --config.feature_file=/path/feats.npz "--config.datasets=('file',)"
+(or ('moons', 'digits', 'file') beside the bundled ones).
 """
 
 import ml_collections
@@ -116,7 +116,9 @@ def get_config(arg=None):
   config.softmax_eps = 1e-4  # eps of beta's clamp (both scripts)
   # num_steps and checkpoint_every are set by the experiment (tasks x
   # steps_per_task; a checkpoint at every task boundary).
-  config.train = common.train_config(log_every=500)
+  # num_steps 0: each phase sets its own (lib.train.phase_config) from
+  # config.steps_per_task (per dataset).
+  config.train = common.train_config(log_every=500, num_steps=0)
 
   if arg.variant == "quick":
     config.steps_per_task = 500

@@ -46,7 +46,9 @@ def get_config(arg=None):
   # At least the quick run's seeds (was 5). Seed s's key is fold_in(key, s),
   # whatever the count.
   config.seeds = 12
-  config.train = common.train_config(log_every=25)
+  # num_steps 0: each phase sets its own (lib.train.phase_config) from
+  # config.iterations.
+  config.train = common.train_config(log_every=25, num_steps=0)
   if arg.variant == "quick":
     # The rule: n = 2 x the largest "seeds to settle" among this run's
     # unresolved claims in the 2026-12-05 pilot report (tau 2: 10, ran 4) =

@@ -20,6 +20,7 @@ def get_config(arg=None):
   config.variant = arg.variant
   config.datasets = ("synthetic", "GunPoint", "ItalyPowerDemand")
   config.synthetic = dict(
+    seed=0,  # the planted dataset's draw (numpy); config.train.seed seeds training
     num_train=600,
     num_test=400,
     length=128,

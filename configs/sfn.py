@@ -50,7 +50,9 @@ def get_config(arg=None):
   # is near 0, and the raw coefficient reads those extremes); 0.0: the raw
   # coefficient of every value (reports up to 2026-12-05).
   config.delta_trim = 0.01
-  config.train = common.train_config(log_every=200)
+  # num_steps 0: each phase sets its own (lib.train.phase_config) from
+  # config.pretrain.steps and config.finetune.steps.
+  config.train = common.train_config(log_every=200, num_steps=0)
   if arg.variant == "quick":
     # Seed s's key is fold_in(key, s) (init and batches), whatever the count.
     # The rule (2 x the most "seeds to settle" among the unresolved claims of

@@ -74,7 +74,9 @@ def get_config(arg=None):
     critic_iters=5,
     lr=1.0,
   )
-  config.train = common.train_config(log_every=20)
+  # num_steps 0: each phase sets its own (lib.train.phase_config) from
+  # config.epochs and config.finetune.epochs.
+  config.train = common.train_config(log_every=20, num_steps=0)
   if arg.variant == "quick":
     # n = 2 x the largest "seeds to settle" among this run's unresolved
     # claims in the pilot report: on the official Rooms (2026-12-06, 24

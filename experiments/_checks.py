@@ -89,6 +89,21 @@ def integers(values, key: str, *, minimum: int = 1, length=None) -> None:
       _fail(f"{key} holds {v!r}, which must be an integer >= {minimum}")
 
 
+def phased(train, steps_keys: str) -> None:
+  """A phased experiment's `config.train.num_steps` must stay 0.
+
+  Each phase's steps come from `steps_keys` (lib.train.phase_config sets
+  them, with one checkpoint per phase), so another value would be read
+  nowhere: it is refused, not ignored.
+  """
+  if train.num_steps != 0:
+    _fail(
+      f"config.train.num_steps={train.num_steps!r} is not read by this "
+      f"experiment: its steps come from {steps_keys}; leave "
+      "config.train.num_steps at 0"
+    )
+
+
 def multiple_of(value: int, factor: int, what: str) -> None:
   if isinstance(factor, bool) or not isinstance(factor, int) or factor <= 0:
     _fail(f"{what}={value} must be a multiple of {factor!r}, which is not > 0")

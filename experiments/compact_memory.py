@@ -69,6 +69,7 @@ VERSUS = {
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.phased(config.train, "config.steps_per_task (per dataset)")
   _checks.names(config.datasets, DATASETS, "config.datasets")
   _checks.names(config.methods, METHODS, "config.methods")
   for key in ("seeds", "moons.seeds", "digits.classes_per_task"):
@@ -109,6 +110,12 @@ def check_config(config) -> None:
   _checks.integer(config.moons.batch_steps, "config.moons.batch_steps")
   _checks.number(config.moons.batch_lr, "config.moons.batch_lr", above=0)
   _checks.fraction(config.digits.test_fraction, "config.digits.test_fraction")
+  if config.feature_file and "file" not in config.datasets:
+    raise errors.ConfigError(
+      f"config.feature_file={config.feature_file!r} is set but "
+      f"config.datasets={tuple(config.datasets)} has no 'file', so it would "
+      "not be read: add it, e.g. \"--config.datasets=('file',)\""
+    )
   if "file" in config.datasets:
     if not config.feature_file:
       raise errors.ConfigError(

@@ -62,7 +62,8 @@ GROUPS = (0, 1)
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
-  _checks.names(config.settings, tuple(ev.SETTINGS), "config.settings")
+  if config.settings or not config.csv_path:  # () with a CSV: the CSV alone
+    _checks.names(config.settings, tuple(ev.SETTINGS), "config.settings")
   for key in ("n_train", "n_eval"):
     _checks.integer(config[key], f"config.{key}", minimum=100)
   _checks.integer(config.resamples, "config.resamples", minimum=2)
@@ -394,6 +395,15 @@ def run(config, workdir) -> dict:
     scores = {"xa": data["p"], "x": data["p"]}
     results["csv"] = evaluate(
       config, scores, data["y"], data["a"], data.get("x")
+    )
+    d = results["csv"]["xa"]["disparity"]["log_loss"]
+    logging.info(
+      "%s (%d rows): log-loss disparity %.4f [%.4f, %.4f]",
+      config.csv_path,
+      len(data["y"]),
+      d["mean"],
+      d["lo"],
+      d["hi"],
     )
   results["margin"] = config.margin
   train_lib.write_results(workdir, results)

@@ -50,6 +50,9 @@ DRAW_COMPILE = {"xla_backend_optimization_level": 1}
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  # T per run (x K with time_grows_with_k): 0 steps would train nothing and
+  # fail late on the phase's checkpoint_every.
+  _checks.integer(config.train.num_steps, "config.train.num_steps")
   _checks.integers(config.num_clusters, "config.num_clusters")
   _checks.integers(config.per_cluster, "config.per_cluster")
   q = config.per_cluster

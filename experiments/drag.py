@@ -51,6 +51,7 @@ from lib.rl import drag
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.phased(config.train, "config.iterations")
   for key in ("iterations", "walkers", "horizon", "vae_steps", "batch_size"):
     _checks.integer(config[key], f"config.{key}")
   _checks.multiple_of(

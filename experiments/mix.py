@@ -109,7 +109,13 @@ def load(config, name):
   if name == "synthetic":
     s = config.synthetic
     x, y, window = explain.sine_burst(
-      0, s.num_train + s.num_test, s.length, s.start, s.width, s.cycles, s.noise
+      s.seed,
+      s.num_train + s.num_test,
+      s.length,
+      s.start,
+      s.width,
+      s.cycles,
+      s.noise,
     )
     n = s.num_train
     return (x[:n], y[:n]), (x[n:], y[n:]), 2, window
@@ -405,12 +411,15 @@ def figure(path, results) -> None:
 
 def run(config, workdir) -> dict:
   check_config(config)
+  # Every dataset loads before the workdir is written: a missing optional
+  # package (UCR needs sktime) is refused before any training.
+  data = {name: load(config, name) for name in config.datasets}
   train_lib.prepare_run(workdir, config)
   results, examples = {}, {}
   sweep = train_lib.Sweep(len(config.datasets), name="mix")
   for name in config.datasets:
     with sweep.run(name):
-      train, test, num_classes, window = load(config, name)
+      train, test, num_classes, window = data[name]
       model, params = train_model(
         config, name, train, num_classes, os.path.join(workdir, name)
       )

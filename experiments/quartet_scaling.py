@@ -115,7 +115,14 @@ def check_config(config) -> None:
     scaling_law.check_gamma_range(f.gamma_range)
   except ConfigError as e:
     raise ConfigError(f"config.fit.{e}") from None
-  sizes(config)
+  points = len(sizes(config)) * len(steps)
+  need = scaling_law.num_base_params(f.gamma_range)
+  if points < need:
+    raise ConfigError(
+      f"the bf16 base law has {need} free parameters but config.sweep "
+      f"({len(sizes(config))} sizes) x config.read_steps ({len(steps)}) give "
+      f"{points} (N, D) points; add sizes or read steps"
+    )
 
 
 PROTOCOLS = ("run_per_point", "readings")
@@ -381,7 +388,6 @@ def run(config, workdir) -> dict:
   points = sweep(config, workdir, data)
   fitted = fit(config, points)
   figure = os.path.join(workdir, "scaling_fit.png")
-  fit_figure(figure, points, fitted["law"], fitted["eff"])
   largest = max(p["n"] for p in points)
   longest = max(config.read_steps)
   final = {
@@ -406,6 +412,9 @@ def run(config, workdir) -> dict:
     "figure": figure,
   }
   train_lib.write_results(workdir, results)
+  train_lib.draw_figure(
+    fit_figure, figure, points, fitted["law"], fitted["eff"]
+  )
   return results
 
 

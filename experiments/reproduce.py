@@ -102,13 +102,13 @@ def run(config, workdir) -> dict:
   # Before anything starts a JAX backend here: on a GPU this process must not
   # take 75 % of the memory its children need (it computes nothing).
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  tier = config.get("tier", "quick")
+  claims = at_tier(select(claims_lib.all_claims(), config.only), tier)
   # Not prepare_run: a new `only` subset in the same workdir is no conflict
   # (each child run checks its own config), so there is nothing to refuse.
   train_lib.prepare_workdir(workdir)
   train_lib.write_config(workdir, config)
-  tier = config.get("tier", "quick")
   before = previous_verdicts(workdir, tier)
-  claims = at_tier(select(claims_lib.all_claims(), config.only), tier)
   runs = {}
   for c in claims:
     runs.setdefault((c.experiment, c.config, c.run_name), None)
@@ -256,5 +256,10 @@ def _run_configs(workdir, run_names) -> dict[str, dict]:
   return configs
 
 
+def check_config(config) -> None:
+  """Refuses an unknown `config.only` name before the workdir is written."""
+  select(claims_lib.all_claims(), config.only)
+
+
 if __name__ == "__main__":
-  _cli.main(run)
+  _cli.main(run, check=check_config)

@@ -53,7 +53,7 @@ from lib.interp import scoring
 from lib.interp import tasks
 
 POOLS = ("grammar_train", "grammar_val", "addition_train", "test_problems")
-SINGLE = ("q", "k", "v", "o", "gate", "up", "down")
+SINGLE = interp.GROUPS["linears"]  # each projection of a block, on its own
 # Multi-module merges: the paper's groups, and (beyond the paper, which keeps
 # A's norms) what the embedding, head and norms of B carry with and without o.
 MERGE_GROUPS = {
@@ -67,6 +67,9 @@ MERGE_GROUPS = {
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.phased(
+    config.train, "config.pretrain.steps and config.finetune.steps"
+  )
   _checks.integer(config.digits, "config.digits")
   _checks.integer(config.seeds, "config.seeds")
   for key in ("d_model", "n_layers", "n_heads", "mlp_hidden"):

@@ -50,6 +50,7 @@ SCORE = {"rooms": "score", "team_far_room": "success"}
 
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
+  _checks.phased(config.train, "config.epochs and config.finetune.epochs")
   _checks.one_of(config.task, TASKS, "config.task")
   _checks.names(config.objectives, rl.trpe.OBJECTIVES, "config.objectives")
   _checks.integer(config.size, "config.size", minimum=4)

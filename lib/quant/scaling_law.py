@@ -229,26 +229,31 @@ def _fit_eff(law, n, d, log_obs, weights, steps):
 
 
 def _points(n, d, loss_obs):
-  """Checked points as float32 (n, d, log loss); raises ValueError naming the problem."""
+  """Checked points as float32 (n, d, log loss); ShapeError naming the problem."""
   n, d, loss_obs = (np.asarray(v, np.float64) for v in (n, d, loss_obs))
   if not (n.shape == d.shape == loss_obs.shape) or n.ndim != 1:
-    raise ValueError(
+    raise errors.ShapeError(
       f"n, d, loss must be 1-D and equally long; got shapes {n.shape}, "
       f"{d.shape}, {loss_obs.shape}"
     )
   if len(n) < 2:
-    raise ValueError(f"need at least 2 points to fit; got {len(n)}")
+    raise errors.ShapeError(f"need at least 2 points to fit; got {len(n)}")
   for name, v in (("n", n), ("d", d), ("loss", loss_obs)):
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
-      raise ValueError(f"{name} must be finite and positive; got {v}")
+      raise errors.ShapeError(f"{name} must be finite and positive; got {v}")
   f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
   return f32(n), f32(d), jnp.log(f32(loss_obs))
 
 
+def num_base_params(gamma_range=PAPER_GAMMA_RANGE) -> int:
+  """Free parameters of the base law: A, alpha, B, beta, E, and gamma if free."""
+  return 6 if _free_gamma(check_gamma_range(gamma_range)) else 5
+
+
 def _check_base_points(points, gamma_range):
-  p = 6 if _free_gamma(gamma_range) else 5
+  p = num_base_params(gamma_range)
   if len(points[0]) < p:
-    raise ValueError(
+    raise errors.ShapeError(
       f"the base law has {p} free parameters; got {len(points[0])} points "
       f"(need >= {p})"
     )

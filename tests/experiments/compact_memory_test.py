@@ -137,6 +137,12 @@ def test_cli_one_line_error_for_a_bad_file(tmp_path):
 
 
 def test_config_errors_name_the_key(tmp_path):
+  # A feature file the datasets leave out was silently not read.
+  config = config_lib.get_config("quick,smoke")
+  config.feature_file = str(tmp_path / "feats.npz")
+  with pytest.raises(errors.ConfigError, match="has no 'file', so it would"):
+    compact_memory.run(config, str(tmp_path / "f"))
+  assert not os.path.exists(tmp_path / "f")
   config = config_lib.get_config("quick,smoke")
   with config.unlocked():
     config.datasets = ("file",)

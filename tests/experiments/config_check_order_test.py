@@ -45,3 +45,19 @@ def test_bad_override_writes_no_config_json(name, in_process, tmp_path):
     else:
       _cli.execute(module.run, config, workdir, module.check_config)
   assert not os.path.exists(os.path.join(workdir, "config.json"))
+
+
+@pytest.mark.parametrize("name", ["sfn", "trpe", "drag", "compact_memory"])
+def test_a_phased_experiment_refuses_train_num_steps(name, tmp_path):
+  # Their phases set their own steps: before, --config.train.num_steps=1000
+  # ran the configured phases and recorded the ignored 1000 in config.json.
+  import importlib
+
+  module = importlib.import_module(f"experiments.{name}")
+  config = importlib.import_module(f"configs.{name}").get_config("quick,smoke")
+  module.check_config(config)  # 0 as shipped
+  config.train.num_steps = 1000
+  workdir = str(tmp_path / "run")
+  with pytest.raises(errors.ConfigError, match="train.num_steps=1000 is not"):
+    _cli.execute(module.run, config, workdir, module.check_config)
+  assert not os.path.exists(workdir)

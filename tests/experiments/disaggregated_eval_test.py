@@ -114,6 +114,17 @@ def test_user_csv_is_evaluated(tmp_path):
   config = _config(settings=("covariate_shift",), csv_path=str(path))
   r = ex.run(config, str(tmp_path / "run"))
   assert "csv" in r and "T1(Y)" in r["csv"]["xa"]
+  # The CSV alone (settings=()): before, "config.settings is empty". Its
+  # disparity is the two groups' mean log loss apart (group 1 - group 0).
+  alone = ex.run(_config(settings=(), csv_path=str(path)), str(tmp_path / "a"))
+  assert set(alone) == {"csv", "margin"}
+  loss = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+  d = alone["csv"]["xa"]["disparity"]["log_loss"]
+  want = loss[a == 1].mean() - loss[a == 0].mean()
+  assert d["mean"] == pytest.approx(want, abs=1e-4)
+  assert d["lo"] <= d["mean"] <= d["hi"]
+  with pytest.raises(errors.ConfigError, match="config.settings is empty"):
+    ex.check_config(_config(settings=()))  # and no CSV: nothing to evaluate
 
 
 @pytest.mark.parametrize(

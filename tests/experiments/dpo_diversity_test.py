@@ -79,12 +79,15 @@ def test_paper_model_is_the_default_and_time_grows_with_k():
     ("per_cluster", (4, 2), "strictly increasing"),
     ("data_model", "mixed", "config.data_model"),
     ("dim", 4, "config.dim=4"),
+    # Was "config.checkpoint_every=0 must be ..." after config.json.
+    ("train.num_steps", 0, "config.train.num_steps=0"),
   ],
 )
 def test_config_errors_name_the_key(key, value, match):
   config = config_lib.get_config("quick,smoke")
+  section, _, name = key.rpartition(".")
   with config.unlocked():
-    config[key] = value
+    (config[section] if section else config)[name] = value
   with pytest.raises(errors.ConfigError, match=match):
     ex.check_config(config)
 

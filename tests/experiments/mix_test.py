@@ -76,3 +76,29 @@ def test_config_errors_name_the_key(tmp_path, key, value, match):
   with pytest.raises(errors.ConfigError, match=match):  # before any work
     ex.run(config, str(tmp_path))
   assert not os.listdir(tmp_path)
+
+
+def test_a_dataset_that_cannot_load_is_refused_before_the_workdir(
+  tmp_path, monkeypatch
+):
+  # Before, a UCR set without sktime was refused after config.json was
+  # written and the synthetic set had trained: the corrected rerun (the set
+  # dropped) then met a config conflict in the same workdir.
+  from lib.explain import data
+
+  monkeypatch.setattr(data, "ucr_dir", lambda: None)
+  config = config_lib.get_config("quick,smoke")
+  with config.unlocked():
+    config.datasets = ("synthetic", "GunPoint")
+  with pytest.raises(errors.ConfigError, match="pip install sktime"):
+    ex.run(config, str(tmp_path))
+  assert not os.listdir(tmp_path)
+
+
+def test_the_planted_dataset_follows_its_seed():
+  config = config_lib.get_config("quick,smoke")
+  (x0, _), _, _, _ = ex.load(config, "synthetic")
+  (x0b, _), _, _, _ = ex.load(config, "synthetic")
+  config.synthetic.seed = 1
+  (x1, _), _, _, _ = ex.load(config, "synthetic")
+  assert (x0 == x0b).all() and not (x0 == x1).all()

@@ -113,6 +113,9 @@ def test_paper_sizes_have_the_official_widths_and_warmup():
     ),
     (dict(read_steps=(2, 8)), "go past config.train.num_steps"),
     (dict(read_steps=(1, 4)), "integers >= 2"),
+    # 2 sizes x 2 read steps: fewer (N, D) points than the base law's 5
+    # parameters (before, a ValueError after all the training).
+    (dict(read_steps=(2, 4)), "5 free parameters .* give 4 .N, D. points"),
     (dict(protocol="cosine"), "config.protocol='cosine' is not one of"),
     (dict(methods=("quartet", "bf16")), "must start with 'bf16'"),
     (dict(methods=("bf16", "fp8")), r"config.methods='fp8' is not one of"),

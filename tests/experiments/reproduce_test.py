@@ -9,6 +9,7 @@ import time
 import pytest
 
 from configs import reproduce as config_lib
+from experiments import _cli
 from experiments import _jobs
 from experiments import claims as claims_lib
 from experiments import reproduce
@@ -33,9 +34,18 @@ def test_registry_is_well_formed():
     ), c
 
 
-def test_unknown_subset_is_a_config_error():
+def test_unknown_subset_is_a_config_error(tmp_path):
   with pytest.raises(errors.ConfigError, match="nonexistent_paper"):
     reproduce.select(claims_lib.all_claims(), "nonexistent_paper")
+  # Refused before the workdir is written, through the CLI's steps and from
+  # a notebook's direct call alike.
+  config = config_lib.get_config("only=nonexistent_paper,smoke")
+  workdir = str(tmp_path / "run")
+  with pytest.raises(errors.ConfigError, match="nonexistent_paper"):
+    _cli.execute(reproduce.run, config, workdir, reproduce.check_config)
+  with pytest.raises(errors.ConfigError, match="nonexistent_paper"):
+    reproduce.run(config, workdir)
+  assert not os.path.exists(os.path.join(workdir, "config.json"))
 
 
 def test_smoke_report_for_one_paper(tmp_path, caplog, monkeypatch):
