@@ -451,9 +451,13 @@ def write(workdir, config, results, val, preds, traces, paper):
   """Adds the seeds, the paper's numbers and the figures; writes results."""
   results["num_seeds"] = config.num_seeds
   results["paper"] = paper
-  paths = figures(workdir, config, val, preds, traces)
-  results["figures"] = [os.path.basename(p) for p in paths]
-  return train_lib.write_results(workdir, results)
+  results["figures"] = list(FIGURES)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figures, workdir, config, val, preds, traces)
+  return results
+
+
+FIGURES = ("rollout.png", "hamiltonian.png")
 
 
 def figures(workdir, config, val, preds, traces):
@@ -474,7 +478,7 @@ def figures(workdir, config, val, preds, traces):
     ax.set_xlabel("x")
   axes[0].set_ylabel("t")
   fig.tight_layout()
-  rollout_path = os.path.join(workdir, "rollout.png")
+  rollout_path = os.path.join(workdir, FIGURES[0])
   train_lib.save_figure(fig, rollout_path, dpi=100)
 
   # Relative drift of the batch-mean H on a log scale: a blown-up baseline
@@ -491,6 +495,5 @@ def figures(workdir, config, val, preds, traces):
   ax.set_ylabel("|H[u_hat_t] - H[u_t]| / |H[u_t]| (non-diverged)")
   ax.legend()
   fig.tight_layout()
-  h_path = os.path.join(workdir, "hamiltonian.png")
+  h_path = os.path.join(workdir, FIGURES[1])
   train_lib.save_figure(fig, h_path, dpi=100)
-  return rollout_path, h_path

@@ -329,8 +329,11 @@ def _run(config, workdir) -> dict:
     "figure": "bench_cdflow.png",
   }
   train_lib.write_json(os.path.join(workdir, "bench.json"), results)
-  figure(os.path.join(workdir, "bench_cdflow.png"), per_n)
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(
+    figure, os.path.join(workdir, "bench_cdflow.png"), per_n
+  )
+  return results
 
 
 if __name__ == "__main__":

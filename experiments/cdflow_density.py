@@ -39,11 +39,6 @@ from lib.data.digits import split_indices
 from lib.flows import density
 
 
-def _is_cd(name: str) -> bool:
-  """'cd<m>' with m >= 1 diagonal factors (e.g. 'cd3'); 'cd' is in LINEAR_KINDS."""
-  return name.startswith("cd") and name[2:].isdigit() and int(name[2:]) >= 1
-
-
 def check_config(config) -> None:
   """Fails at once, naming the key, on a value this experiment cannot run."""
   d, o = config.data, config.optim
@@ -64,7 +59,10 @@ def check_config(config) -> None:
     if not (c := config[part]).enabled:
       continue
     _checks.names(
-      c.linears, flows.LINEAR_KINDS, f"config.{part}.linears", match=_is_cd
+      c.linears,
+      flows.LINEAR_KINDS,
+      f"config.{part}.linears",
+      match=flows.is_cd_kind,
     )
     _checks.integer(c.num_steps, f"config.{part}.num_steps")
   v, im, p = config.vector, config.image, config.periodic

@@ -36,8 +36,8 @@ from lib import pde
 from lib import train as train_lib
 from lib.core import errors
 from lib.core import rng
+from lib.core import stats
 from lib.core import tree as tree_lib
-from lib.pde import metrics as pde_metrics
 
 FUNCTIONALS = ("linear", "cubic")
 MODELS = ("ikf", "mlp")
@@ -120,14 +120,6 @@ def check_config(config) -> None:
   for lo, hi in (("lo", "hi"), ("disc_lo", "disc_hi")):
     _checks.number(d[lo], f"config.data.{lo}")
     _checks.number(d[hi], f"config.data.{hi}", above=d[lo])
-
-
-def _stats(values):
-  """Geometric mean over seeds and the exp of the t-interval of the logs."""
-  with np.errstate(divide="ignore", invalid="ignore"):
-    logs = np.log(np.asarray(values, np.float64))
-  mean, lo, hi = pde_metrics.mean_interval(logs)
-  return float(np.exp(mean)), float(np.exp(lo)), float(np.exp(hi))
 
 
 def run_model(model_name, name, config, grids, data, workdir, sweep):
@@ -236,7 +228,9 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
   }
   for k in _ERRORS:
     values = [m[k] for m in per_seed]
-    summary[k], summary[f"{k}_lo"], summary[f"{k}_hi"] = _stats(values)
+    summary[k], summary[f"{k}_lo"], summary[f"{k}_hi"] = (
+      stats.geometric_interval(values)
+    )
     summary[f"{k}_seeds"] = values
   logging.info("%s: %s", label, summary)
   example = pde.functional_derivative(
@@ -245,6 +239,9 @@ def run_model(model_name, name, config, grids, data, workdir, sweep):
     mu_dx,
   )
   return summary, [m["grad_mse"] for m in per_seed], np.asarray(example)
+
+
+FIGURE = "functional_derivatives.png"
 
 
 def figure(workdir, grid, data, examples, config):
@@ -263,9 +260,7 @@ def figure(workdir, grid, data, examples, config):
     ax.set_xlabel("x")
     ax.legend()
   fig.tight_layout()
-  path = os.path.join(workdir, "functional_derivatives.png")
-  train_lib.save_figure(fig, path, dpi=100)
-  return path
+  train_lib.save_figure(fig, os.path.join(workdir, FIGURE), dpi=100)
 
 
 def run(config, workdir) -> dict:
@@ -308,15 +303,14 @@ def run(config, workdir) -> dict:
     ratios = np.asarray(seed_errors["mlp"]) / np.asarray(seed_errors["ikf"])
     r = results[name]
     r["grad_mse_ratio"], r["grad_mse_ratio_lo"], r["grad_mse_ratio_hi"] = (
-      _stats(ratios)
+      stats.geometric_interval(ratios)
     )
     r["grad_mse_ratio_seeds"] = [float(v) for v in ratios]
   results["num_seeds"] = config.num_seeds
   results["paper"] = PAPER
-  results["figures"] = [
-    os.path.basename(figure(workdir, grid, data, examples, config))
-  ]
+  results["figures"] = [FIGURE]
   train_lib.write_results(workdir, results)
+  train_lib.draw_figure(figure, workdir, grid, data, examples, config)
   return results
 
 

@@ -429,9 +429,10 @@ def run(config, workdir) -> dict:
   if problem is not None:
     results["mlp"] = run_mlp(config, mesh, workdir, sweep, problem)
   path = os.path.join(workdir, "sadl.png")
-  plot(results, config, path)
   results["figure"] = path
-  return train_lib.write_results(workdir, results)
+  train_lib.write_results(workdir, results)
+  train_lib.draw_figure(plot, results, config, path)
+  return results
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from lib.flows.dequant import uniform_dequantize
 from lib.flows.layers import ActNorm
 from lib.flows.layers import AffineCoupling
 from lib.flows.layers import SplitPrior
-from lib.flows.layers import Squeeze
 from lib.flows.layers import merge
 from lib.flows.layers import split
 from lib.flows.layers import squeeze
@@ -33,6 +32,7 @@ from lib.flows.linear import DenseLinear
 from lib.flows.linear import Identity
 from lib.flows.linear import LULinear
 from lib.flows.linear import Permutation
+from lib.flows.linear import is_cd_kind
 from lib.flows.linear import make_linear
 from lib.flows.models import ImageFlow
 from lib.flows.models import VectorFlow
@@ -52,7 +52,6 @@ __all__ = [
   "LULinear",
   "Permutation",
   "SplitPrior",
-  "Squeeze",
   "VectorFlow",
   "bits_per_dim",
   "chain",
@@ -60,6 +59,7 @@ __all__ = [
   "half_spectrum_weights",
   "inverse_logit_transform",
   "logit_transform",
+  "is_cd_kind",
   "make_linear",
   "merge",
   "split",

@@ -213,21 +213,6 @@ def unsqueeze(x):
   return jnp.reshape(x, (*lead, 2 * h, 2 * w, c))
 
 
-@dataclasses.dataclass(frozen=True)
-class Squeeze(base.Bijector):
-  """Bijector form of `squeeze` (forward = space-to-depth); log-det 0."""
-
-  event_ndims: int = 3
-
-  def forward_and_log_det(self, params, x):
-    y = squeeze(x)
-    return y, jnp.zeros(y.shape[:-3], dtypes.compute_dtype(y.dtype))
-
-  def inverse_and_log_det(self, params, y):
-    x = unsqueeze(y)
-    return x, jnp.zeros(x.shape[:-3], dtypes.compute_dtype(x.dtype))
-
-
 def split(x):
   """Splits the channel axis in half: (kept, factored_out)."""
   c = x.shape[-1]

@@ -190,6 +190,11 @@ class Identity(_ChannelMap):
 LINEAR_KINDS = ("cd", "dense", "lu", "permutation", "identity")
 
 
+def is_cd_kind(kind: str) -> bool:
+  """Whether `kind` is 'cd<m>': a CD layer with m >= 1 diagonals (e.g. 'cd3')."""
+  return kind.startswith("cd") and kind[2:].isdigit() and int(kind[2:]) >= 1
+
+
 def make_linear(
   kind: str, num_channels: int, *, event_ndims: int = 1, cd_m: int = 2, **kw
 ) -> base.Bijector:
@@ -197,7 +202,7 @@ def make_linear(
 
   `kind` may also be "cd<m>" (e.g. "cd3") to pick the number of diagonals.
   """
-  if kind.startswith("cd"):
+  if kind == "cd" or is_cd_kind(kind):
     m = int(kind[2:]) if len(kind) > 2 else cd_m
     return CDLinear(
       event_ndims=event_ndims, num_channels=num_channels, m=m, **kw

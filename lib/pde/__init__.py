@@ -42,7 +42,6 @@ from lib.pde.hns import PeriodicCNN
 from lib.pde.hns import functional_derivative
 from lib.pde.hns import hamiltonian_vector_field
 from lib.pde.integrators import ab2_rollout
-from lib.pde.integrators import euler_step
 from lib.pde.integrators import next_step_rollout
 from lib.pde.integrators import richardson_dudt
 from lib.pde.integrators import rk4_rollout
@@ -74,7 +73,6 @@ __all__ = [
   "correlation_time",
   "dx_operator",
   "etdrk4_coefficients",
-  "euler_step",
   "first_derivative",
   "functional_derivative",
   "functional_derivative_label",

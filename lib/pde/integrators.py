@@ -13,11 +13,6 @@ import jax.numpy as jnp
 from lib.core import errors
 
 
-def euler_step(f, u, dt):
-  """u + dt f(u)."""
-  return u + dt * f(u)
-
-
 def rk4_step(f, u, dt):
   """Classical 4th-order Runge-Kutta step."""
   k1 = f(u)

@@ -411,7 +411,7 @@ def draw_figure(draw, *args, **kwargs) -> bool:
   except Exception as e:  # noqa: BLE001 (a figure never costs a result)
     logging.warning(
       "figure %s not written: %s: %s",
-      getattr(draw, "__name__", draw),
+      getattr(getattr(draw, "func", draw), "__name__", draw),  # a partial too
       type(e).__name__,
       " ".join(str(e).split()),
     )

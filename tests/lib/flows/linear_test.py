@@ -58,6 +58,16 @@ def test_lu_init_is_a_rotation():
 def test_bad_kind_and_channels():
   with pytest.raises(ConfigError, match="unknown linear"):
     flows.make_linear("butterfly", 4)
+  # 'cd<m>' needs an integer m >= 1: before, 'cdx' was int()'s bare
+  # ValueError and 'cd0' reached the layer.
+  for kind in ("cdx", "cd0", "cd-1"):
+    assert not flows.is_cd_kind(kind)
+    with pytest.raises(
+      ConfigError, match=f"unknown linear layer kind '{kind}'"
+    ):
+      flows.make_linear(kind, 4)
+  assert flows.is_cd_kind("cd3") and not flows.is_cd_kind("cd")
+  assert flows.make_linear("cd3", 4).m == 3
   layer = flows.make_linear("dense", 4)
   p = layer.init(jax.random.key(0))
   with pytest.raises(ShapeError, match="expected 4"):
