@@ -17,7 +17,10 @@ default path is the FFI one, whose FWHT rotation may move a boundary code,
 tests/pallas_kernels/mxfp4_ffi_test.py), so 1e-3 / 5e-2.
 
 On CPU (`cpu` case, CI) the body runs with CPU on both sides, so it stays
-exercised; the `gpu` case needs a GPU (tests/gpu/run.sh).
+exercised, and checks what can fail there: the step's update against
+-lr * the gradient taken apart from `make_train_step` (jax.grad of the loss
+in a program of its own, no optimizer), and its loss against that one's. The
+`gpu` case needs a GPU (tests/gpu/run.sh).
 """
 
 import jax
@@ -77,6 +80,20 @@ def _compare(name, platform, loss_fn, params, batch, key, loss_tol, step_tol):
   assert np.isfinite(loss_cpu) and np.linalg.norm(update_cpu) > 0
   assert loss_diff <= loss_tol, (loss_cpu, loss_dev)
   assert step_diff <= step_tol, step_diff
+  if platform == "cpu":  # both sides ran the same program: check the step
+    with helpers.on("cpu"), jax.default_matmul_precision("highest"):
+      (loss_ref, _), grad = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(
+        params, batch, key
+      )
+    # Applied in the params' dtype as the step does (the update is read
+    # back as a difference of float32 params, rounding included).
+    p_ref = jax.tree.map(lambda q, g: q - LEARNING_RATE * g, params, grad)
+    update_ref = flat(jax.device_get(p_ref)) - flat(p0)
+    ref_diff = np.linalg.norm(update_cpu - update_ref) / np.linalg.norm(
+      update_ref
+    )
+    assert abs(float(loss_ref) - loss_cpu) <= loss_tol * abs(loss_cpu)
+    assert ref_diff <= step_tol, ref_diff
 
 
 @pytest.mark.parametrize("platform", helpers.PLATFORMS)

@@ -60,6 +60,18 @@ def test_linear_layer_errors(backward, want_y, want_grad):
   np.testing.assert_allclose(_rel(dw, e64.T @ x64), want_grad, rtol=0.06)
 
 
+def test_sr_backward_errs_more_than_rtn():
+  # Per element at fraction p of a grid step, SR's expected squared error
+  # p (1 - p) is at least RTN's min(p, 1 - p)^2: unbiasedness costs variance.
+  x, w, e = _data()
+  x64, w64, e64 = (np.asarray(a, np.float64) for a in (x, w, e))
+  err = {}
+  for backward in ("rtn", "sr"):
+    _, dx, dw = _value_and_grads(x, w, e, jax.random.key(1), backward=backward)
+    err[backward] = (_rel(dx, e64 @ w64), _rel(dw, e64.T @ x64))
+  assert err["sr"][0] > err["rtn"][0] and err["sr"][1] > err["rtn"][1]
+
+
 def test_unquantized_mode_equals_dense_grad():
   x, w, e = _data()
   y, dx, dw = _value_and_grads(
@@ -120,13 +132,13 @@ def test_stochastic_backward_is_unbiased():
     np.asarray(dx_exact, np.float64),
     np.asarray(dw_exact, np.float64),
   )
-  one = _rel(dxs[0], ref_x)
-  np.testing.assert_allclose(one, 0.0574, rtol=0.1)
-  # Independent unbiased draws: error of the mean ~ error / n.
-  np.testing.assert_allclose(_rel(dxs.mean(0), ref_x), one / 16, rtol=0.25)
-  np.testing.assert_allclose(
-    _rel(dws.mean(0), ref_w), _rel(dws[0], ref_w) / 16, rtol=0.25
-  )
+  # Independent unbiased draws: E|mean - exact|^2 = E|draw - exact|^2 / n,
+  # the single-draw error estimated by the draws themselves (before: one
+  # draw's 0.0574, a measured number, pinned).
+  for draws, ref in ((dxs, ref_x), (dws, ref_w)):
+    single = np.mean([_rel(d, ref) for d in draws])
+    assert single > 1e-3  # SR noise is there to average out
+    np.testing.assert_allclose(_rel(draws.mean(0), ref), single / 16, rtol=0.25)
 
 
 def test_key_plumbing_rerotate():
