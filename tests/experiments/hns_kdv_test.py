@@ -80,6 +80,17 @@ def test_official_correlation_time_pairs_seed_batches():
   assert np.isnan(c0["lo"]) and np.isnan(c0["hi"])
 
 
+def _h_error_vs_both(per_seed):
+  """HNS's H error ratio against both KdV baselines."""
+  return comparison.compare(
+    per_seed,
+    "hamiltonian_error",
+    ("derivative_cnn", "next_step_cnn"),
+    higher_is_better=False,
+    ratio=True,
+  )
+
+
 def test_compare_counts_divergence_and_pairs_units():
   ok = [True, True]
   per_seed = {
@@ -150,13 +161,7 @@ def test_compare_low_end_is_the_lowest_of_every_baseline():
     "derivative_cnn": [_seed([1, 1], [4, 4], ok), _seed([1, 1], [6, 6], ok)],
     "next_step_cnn": [_seed([1, 1], [3, 3], ok), _seed([1, 1], [9, 9], ok)],
   }
-  h = comparison.compare(
-    per_seed,
-    "hamiltonian_error",
-    ("derivative_cnn", "next_step_cnn"),
-    higher_is_better=False,
-    ratio=True,
-  )
+  h = _h_error_vs_both(per_seed)
   t = 12.706204736174696  # t_{0.975, 1}
 
   def band(r):  # exp of the t interval of the log ratios over two seeds
@@ -178,13 +183,7 @@ def test_every_baseline_diverged_is_flagged():
     "derivative_cnn": [_seed([1, 2], [1, 1], [False, False])],
     "next_step_cnn": [_seed([1, 1], [1, 1], [True, False])],
   }
-  h = comparison.compare(
-    per_seed,
-    "hamiltonian_error",
-    ("derivative_cnn", "next_step_cnn"),
-    higher_is_better=False,
-    ratio=True,
-  )
+  h = _h_error_vs_both(per_seed)
   # All inf: the least diverged one, flagged, with no finite ratio.
   assert h["comparator"] == "next_step_cnn" and h["comparator_diverged"]
   assert not np.isfinite(h["point"])
