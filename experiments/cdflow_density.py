@@ -162,33 +162,24 @@ def fit_density(config, workdir, model, dq, data, seeds, num_steps, name):
     loss = dq.loss(model, params, y)
     return loss, {"train_bpd": loss}
 
-  train_step = train_lib.make_train_step(loss_fn, tx)
-
-  def init_one(key, setting):
-    del key
-    key = rng.stream(rng.root_key(setting["seed"]), "init")
-    return train_lib.create_state(dq.init(model, key, init_x), tx)
-
-  def step_one(state, data, key, step, setting):
-    del key
-    key = rng.stream(rng.root_key(setting["seed"]), "step", step)
-    y = dq.batch(rng.stream(key, "data"), data["train"], o.batch_size)
-    return train_step(state, y, rng.stream(key, "loss"))
-
-  def eval_one(state, data, setting):
-    del setting
+  def eval_fn(params, data):
     key = rng.root_key(config.train.seed)
-    bpd = dq.heldout_bpd(model, state.params, data["test"], key, d.eval_draws)
+    bpd = dq.heldout_bpd(model, params, data["test"], key, d.eval_draws)
     return {"test_bpd": bpd}
 
-  result = train_lib.run_sweep(
-    init_one,
-    step_one,
-    train_lib.sweep_stack(seed=seeds),
+  task = train_lib.Task(
+    init_fn=lambda key: dq.init(model, key, init_x),
+    loss_fn=loss_fn,
+    batch_fn=lambda data, key, step: dq.batch(key, data["train"], o.batch_size),
+    data=data,
+    eval_fn=eval_fn,
+  )
+  result = train_lib.fit_seeds(
+    task,
+    tx,
+    seeds,
     workdir=os.path.join(workdir, name),
     config=train_config(config, num_steps),
-    data=data,
-    eval_one=eval_one,
     name=name,
     watch=("loss", "grad_norm"),
   )

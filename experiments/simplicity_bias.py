@@ -238,7 +238,9 @@ def run_clusters(config, workdir) -> tuple[dict, functools.partial]:
 
 
 def spurious_task(sc, data) -> train_lib.Task:
-  d = data["x_train"].shape[1]
+  d = data["x_train"].shape[
+    -1
+  ]  # features (the last axis, stacked per seed or not)
   a = two_layer.outer_weights(sc.width)
 
   def init_fn(key):
@@ -275,64 +277,17 @@ def spurious_task(sc, data) -> train_lib.Task:
   return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
 
 
-def _member_key(setting, step):
-  """The key `lib.train.train` gives step `step` of a run with this seed."""
-  return rng.stream(rng.root_key(setting["seed"]), "step", step)
-
-
-def _member_batch(task, data, key, step, setting):
-  del key
-  return task.batch_fn(
-    data, rng.stream(_member_key(setting, step), "data"), step
-  )
-
-
-def _fit_members(task, tx):
-  """(init_one, step_one) of `fit(task, tx)` for a sweep over train seeds."""
-  train_step = train_lib.make_train_step(task.loss_fn, tx)
-
-  def init_one(key, setting):
-    del key
-    root = rng.root_key(setting["seed"])
-    return train_lib.create_state(task.init_fn(rng.stream(root, "init")), tx)
-
-  def step_one(state, batch, key, step, setting):
-    del key
-    return train_step(
-      state, batch, rng.stream(_member_key(setting, step), "loss")
-    )
-
-  return init_one, step_one
-
-
-def _seed_sweep(task, tx, data, seed, train_config, workdir, name):
-  """`fit(task, tx)` for seeds seed, seed + 1, ... in one program.
-
-  `data` holds one data set per seed, stacked on axis 0 (member i trains and
-  is evaluated on data[i]). Member i is the run `fit` would do with train
-  seed `seed + i` on data[i]: each keeps its own root key (bitwise the
-  former one-run-per-seed results).
-  """
-  num = jax.tree.leaves(data)[0].shape[0]
-  settings = train_lib.sweep_stack(
-    names=[f"seed{i}" for i in range(num)],
-    seed=seed + np.arange(num),
-    data_index=np.arange(num),
-  )
-
-  def own(d, setting):  # the member's data set
-    return jax.tree.map(lambda v: v[setting["data_index"]], d)
-
-  return train_lib.run_sweep(
-    *_fit_members(task, tx),
-    settings,
+def _seeds(task, tx, seeds, train_config, workdir, name):
+  """`fit(task, tx)` at each of `seeds` on its own data set (task.data is
+  stacked per seed), one program: member i is the run `fit` would do alone
+  with train seed seeds[i] on data[i]."""
+  return train_lib.fit_seeds(
+    task,
+    tx,
+    seeds,
+    per_seed_data=True,
     workdir=os.path.join(workdir, name),
     config=train_config,
-    data=data,
-    batch_one=lambda d, key, step, s: _member_batch(
-      task, own(d, s), key, step, s
-    ),
-    eval_one=lambda state, d, s: task.eval_fn(state.params, own(d, s)),
     name=name,
     watch=(),
     freeze_diverged=False,
@@ -348,8 +303,7 @@ def run_accuracy_gap(config, workdir) -> dict:
   """
   seeds = config.train.seed + np.arange(config.gap_seeds)
   draws = [cluster_data(config, int(s)) for s in seeds]
-  data = jax.tree.map(lambda *v: jnp.stack(v), *draws)
-  task = cluster_task(config, draws[0])
+  task = cluster_task(config, jax.tree.map(lambda *v: jnp.stack(v), *draws))
   train_cfg = train_lib.phase_config(
     config.train,
     config.train.num_steps,
@@ -358,11 +312,10 @@ def run_accuracy_gap(config, workdir) -> dict:
   )
   acc = {}
   for name in ("gd", "adam"):
-    result = _seed_sweep(
+    result = _seeds(
       task,
       make_optimizer(name, config),
-      data,
-      config.train.seed,
+      seeds,
       train_cfg,
       workdir,
       f"gap/{name}",
@@ -411,12 +364,11 @@ def run_spurious(config, workdir) -> dict:
     checkpoint_every=sc.num_steps,
     eval_every=0,
   )
-  task = spurious_task(sc, jax.tree.map(lambda v: v[0], data))
+  task = spurious_task(sc, data)
+  seeds = config.train.seed + np.arange(sc.seeds)
   results, worst = {}, {}
   for name, tx in opts.items():
-    result = _seed_sweep(
-      task, tx, data, config.train.seed, train_cfg, workdir, f"spurious/{name}"
-    )
+    result = _seeds(task, tx, seeds, train_cfg, workdir, f"spurious/{name}")
     loss = result.logged("loss")[1][-1]
     worst[name] = np.asarray(result.final("worst_group_acc"), np.float64)
     results[name] = {

@@ -26,6 +26,7 @@ from lib.train.state import create_state
 from lib.train.state import make_train_step
 from lib.train.sweep import Settings
 from lib.train.sweep import SweepResult
+from lib.train.sweep import fit_seeds
 from lib.train.sweep import grid as sweep_grid
 from lib.train.sweep import run_sweep
 from lib.train.sweep import select_best

@@ -40,8 +40,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from lib.core import errors
+from lib.core import rng
 from lib.train import loop
 from lib.train import metrics
+from lib.train import state as state_lib
 from lib.train import workdir as workdir_lib
 
 SETTINGS_FILE = "sweep.json"
@@ -386,6 +388,75 @@ def run_sweep(
     rows=rows,
     state=state["members"],
     name=name,
+  )
+
+
+def fit_seeds(
+  task: loop.Task,
+  tx,
+  seeds: Sequence[int],
+  *,
+  per_seed_data: bool = False,
+  **kwargs,
+) -> SweepResult:
+  """`lib.train.fit(task, tx)` at each train seed of `seeds`, as one sweep.
+
+  Member s draws the keys a lone `fit` with `config.seed = s` draws: the
+  "init" stream, and per step the "data" and "loss" streams of
+  `rng.stream(root, "step", step)`. So each member is the run `fit` would
+  do alone, and all of them compile once. Members are named "seed<s>".
+
+  Args:
+    task, tx: as for `fit`.
+    seeds: the train seeds, one member each.
+    per_seed_data: `task.data` holds one data set per seed, stacked on axis 0
+      in `seeds`' order; member i trains and is evaluated on data[i] (its
+      own draw or split).
+    **kwargs: `run_sweep`'s (workdir, config, name, watch, ...).
+  """
+  seeds = [int(s) for s in seeds]
+  columns = {"seed": seeds}
+  if per_seed_data:
+    columns["data_index"] = list(range(len(seeds)))
+  settings = stack(names=[f"seed{s}" for s in seeds], **columns)
+  train_step = state_lib.make_train_step(task.loss_fn, tx)
+
+  def step_key(setting, step):  # what `train` gives step `step` of seed s
+    return rng.stream(rng.root_key(setting["seed"]), "step", step)
+
+  def own(data, setting):
+    if not per_seed_data:
+      return data
+    return jax.tree.map(lambda v: v[setting["data_index"]], data)
+
+  def init_one(key, setting):
+    del key
+    root = rng.root_key(setting["seed"])
+    return state_lib.create_state(task.init_fn(rng.stream(root, "init")), tx)
+
+  def batch_one(data, key, step, setting):
+    del key
+    data_key = rng.stream(step_key(setting, step), "data")
+    return task.batch_fn(own(data, setting), data_key, step)
+
+  def step_one(state, batch, key, step, setting):
+    del key
+    return train_step(state, batch, rng.stream(step_key(setting, step), "loss"))
+
+  eval_one = None
+  if task.eval_fn is not None:
+
+    def eval_one(state, data, setting):
+      return task.eval_fn(state.params, own(data, setting))
+
+  return run_sweep(
+    init_one,
+    step_one,
+    settings,
+    data=task.data,
+    batch_one=batch_one,
+    eval_one=eval_one,
+    **kwargs,
   )
 
 

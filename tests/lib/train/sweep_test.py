@@ -6,6 +6,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from configs import common
@@ -325,3 +326,64 @@ def test_train_history_gives_its_evaluations_as_arrays(tmp_path):
     evals["w"], 0.75 ** np.array([6.0, 12.0]), rtol=1e-6
   )
   assert isinstance(history, list) and history[-1]["step"] == 12
+
+
+def _regression_task(data):
+  def init_fn(key):
+    return {"w": jax.random.normal(key, (3,))}
+
+  def loss_fn(params, batch, key):
+    noise = 0.01 * jax.random.normal(key, batch["y"].shape)  # reads its key
+    return jnp.mean((batch["x"] @ params["w"] - batch["y"] + noise) ** 2), {}
+
+  def batch_fn(data, key, step):
+    del step
+    idx = jax.random.randint(key, (4,), 0, data["x"].shape[0])
+    return {"x": data["x"][idx], "y": data["y"][idx]}
+
+  def eval_fn(params, data):
+    return {"mse": jnp.mean((data["x"] @ params["w"] - data["y"]) ** 2)}
+
+  return train_lib.Task(init_fn, loss_fn, batch_fn, data, eval_fn)
+
+
+@pytest.mark.parametrize("per_seed_data", [False, True])
+def test_fit_seeds_members_are_the_lone_fit_runs(tmp_path, per_seed_data):
+  # Each member draws the init, data and loss keys `fit` draws alone at its
+  # train seed (on its own data set with per_seed_data): the same numbers.
+  r = np.random.default_rng(0)
+  sets = [{"x": r.normal(size=(16, 3)).astype(np.float32)} for _ in range(2)]
+  for s in sets:
+    s["y"] = (s["x"] @ np.array([1.0, -2.0, 0.5], np.float32)).astype(
+      np.float32
+    )
+  seeds = (3, 7)
+  tx = optax.sgd(0.05)
+  steps = dict(num_steps=6, log_every=2, checkpoint_every=6, mesh_data=1)
+  config = _config(**steps)
+  stacked = jax.tree.map(lambda *v: np.stack(v), *sets)
+  result = train_lib.fit_seeds(
+    _regression_task(stacked if per_seed_data else sets[0]),
+    tx,
+    seeds,
+    per_seed_data=per_seed_data,
+    workdir=str(tmp_path / "sweep"),
+    config=config,
+  )
+  assert result.settings.names == ("seed3", "seed7")
+  for i, seed in enumerate(seeds):
+    alone = _config(**steps, seed=seed)
+    state, history = train_lib.fit(
+      _regression_task(sets[i] if per_seed_data else sets[0]),
+      tx,
+      workdir=str(tmp_path / f"alone{seed}"),
+      config=alone,
+    )
+    np.testing.assert_allclose(
+      result.state.params["w"][i], state.params["w"], rtol=1e-6, atol=1e-7
+    )
+    assert result.final("mse")[i] == pytest.approx(history[-1]["mse"], rel=1e-5)
+  # Two seeds, two different runs (not one run copied).
+  assert not np.allclose(
+    result.state.params["w"][0], result.state.params["w"][1]
+  )
