@@ -92,7 +92,7 @@ CLAIMS = [
   Claim(
     name="quartet_sr_backward_cheap",
     claim="The SR MXFP4 backward alone (BF16 forward) costs little loss.",
-    paper_value="+0.014 nats (30M, D/N 25)",
+    paper_value="+0.0145 nats (30M, D/N 25; plots.ipynb, +0.015 rounded)",
     comparator=f"bf16 baseline (same layers, quantization off), {_PAIRED}",
     comparator_diverged="gap.sr_bwd_only.comparator_finite",
     metric="gap.sr_bwd_only.mean",
@@ -108,7 +108,8 @@ CLAIMS = [
     name="quartet_forward_dominates_gap",
     claim="The forward quantizer causes more of Quartet's loss gap than the "
     "backward (gap of QuEST-fwd-only minus gap of SR-bwd-only > 0).",
-    paper_value="+0.066 - 0.014 = +0.052 nats (30M, D/N 25)",
+    paper_value="+0.0519 nats (30M, D/N 25; plots.ipynb: QuEST-fwd-only "
+    "gap minus SR-bwd-only gap)",
     comparator=f"SR-backward-only run (its gap to bf16), {_PAIRED}",
     comparator_diverged="fwd_minus_bwd_gap.comparator_finite",
     metric="fwd_minus_bwd_gap.mean",

@@ -290,9 +290,14 @@ def run_sweep(
     watch: metrics whose non-finite value marks a member diverged.
     freeze_diverged: keep a diverged member at its last finite state (its
       evaluations then describe that state); False lets it run on.
-    vectorize: vmap the members (one batched program); False steps them one
-      after the other with `lax.map` (still one program): the same numbers up
-      to float rounding, faster on CPU for compute-bound members.
+    vectorize: vmap the members (one batched program); False initialises,
+      steps and evaluates them one after the other with `lax.map` (still one
+      program): the same numbers up to float rounding, faster on CPU for
+      compute-bound members. Also the way round a jaxlib 0.10 CPU deadlock:
+      batched LAPACK calls (LU, QR: dense or LU flow layers) of several
+      independent layers wait on each other's tasks in XLA's intra-op thread
+      pool when they outnumber its threads (a 2-core machine hangs with two
+      vmapped members; fixed in jaxlib 0.11).
 
   Returns:
     A `SweepResult`.
@@ -333,7 +338,10 @@ def run_sweep(
       )
 
   def init_fn(key):
-    members = jax.vmap(init_one, in_axes=(None, 0))(key, values)
+    if vectorize:
+      members = jax.vmap(init_one, in_axes=(None, 0))(key, values)
+    else:
+      members = jax.lax.map(lambda v: init_one(key, v), values)
     return {
       "members": members,
       "diverged_at": jnp.full(len(settings), -1, jnp.int32),
@@ -360,10 +368,14 @@ def run_sweep(
 
   eval_fn = None
   if eval_one is not None:
-    vmapped_eval = jax.vmap(eval_one, in_axes=(0, None, 0))
 
     def eval_fn(state, data):
-      return vmapped_eval(state["members"], data, values)
+      members = state["members"]
+      if vectorize:
+        return jax.vmap(eval_one, in_axes=(0, None, 0))(members, data, values)
+      return jax.lax.map(
+        lambda a: eval_one(a[0], data, a[1]), (members, values)
+      )
 
   state, rows = loop.train(
     init_fn,

@@ -252,11 +252,13 @@ def test_exported_from_lib_train():
 
 @pytest.mark.parametrize("vectorize", [True, False])
 def test_per_member_batches_vmapped_or_mapped(tmp_path, vectorize):
-  """batch_one gives member r the target c_r: w_t = c + (1 - lr)^t (w0 - c)."""
+  """batch_one gives member r the target c_r: w_t = c + (1 - lr)^t (w0 - c),
+  each member from its own start w0 = 1 + lr (init, step and eval alike go
+  member by member under vectorize=False)."""
 
   def init_one(key, setting):
-    del key, setting
-    return {"w": jnp.float32(1.0)}
+    del key
+    return {"w": 1.0 + setting["lr"]}
 
   def batch_one(data, key, step, setting):
     del key, step
@@ -281,7 +283,7 @@ def test_per_member_batches_vmapped_or_mapped(tmp_path, vectorize):
   )
   lr = settings.values["lr"].astype(np.float64)
   c = np.array([-1.0, 0.5, 3.0])[settings.values["target"]]
-  want = c + (1 - lr) ** 12 * (1.0 - c)
+  want = c + (1 - lr) ** 12 * (1.0 + lr - c)
   np.testing.assert_allclose(result.final("w").ravel(), want, rtol=1e-5)
   with pytest.raises(errors.ConfigError, match="not both"):
     sweep.run_sweep(
