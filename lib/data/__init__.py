@@ -4,6 +4,7 @@ from lib.data.breast_cancer import breast_cancer_splits
 from lib.data.clusters import bayes_logodds
 from lib.data.clusters import cluster_means
 from lib.data.clusters import sample_gaussian_clusters
+from lib.data.clusters import toy_population
 from lib.data.digits import class_tasks
 from lib.data.digits import holdout
 from lib.data.digits import load_digits

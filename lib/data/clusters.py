@@ -24,6 +24,28 @@ def cluster_means(mu: float, omega: float, sx: float, sy: float):
   return r, a
 
 
+def toy_population(mu: float, omega: float):
+  """The three-point population of Theorem 4 (the sigma -> 0 limit of Eq. (1), kappa = 1).
+
+  Label -1 with weight 1/2 at (-(mu/2)(omega + 1/omega), 0); label +1 with weight 1/4
+  each at ((mu/2)(omega - 1/omega), +-mu). All three points lie at distance
+  mu (omega^2 + 1) / (2 omega) from the origin (Vasudeva et al., NeurIPS 2025, Thm 4 and
+  its proof in App. A.2).
+
+  Returns x (3, 2), y (3,) in {-1, +1} and weights (3,) summing to 1, all float32.
+  """
+  errors.check(
+    mu > 0 and omega > 0,
+    errors.ConfigError,
+    f"mu and omega must be > 0, got mu={mu}, omega={omega}",
+  )
+  r, a = cluster_means(mu, omega, 1.0, 1.0)
+  x = jnp.array([[-r, 0.0], [a, mu], [a, -mu]], jnp.float32)
+  y = jnp.array([-1.0, 1.0, 1.0], jnp.float32)
+  weights = jnp.array([0.5, 0.25, 0.25], jnp.float32)
+  return x, y, weights
+
+
 def sample_gaussian_clusters(
   key: jax.Array,
   n: int,

@@ -18,8 +18,11 @@ from lib.models.llama import swiglu_hidden
 from lib.models.llama import weight_decay_mask
 from lib.models.mlp import MLP
 from lib.models.two_layer import boundary_crossing
+from lib.models.two_layer import correlation_loss
+from lib.models.two_layer import direction_masses
 from lib.models.two_layer import init_two_layer
 from lib.models.two_layer import logistic_loss
 from lib.models.two_layer import neuron_mass
 from lib.models.two_layer import outer_weights
+from lib.models.two_layer import theorem4_masses
 from lib.models.two_layer import two_layer_relu
