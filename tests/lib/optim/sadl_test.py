@@ -3,7 +3,8 @@
 Oracles: optax.adam / the paper's AMSGrad (Alg. 2, written out below) on
 hand-computed mean client deltas, the
 single-device vmap reference of the same round, the power-law quadratic bound
-of spec E.B (measured there: 0.097 / 0.103 / 0.106), and a 2-process
+of spec E.B (measured there: 0.097 / 0.103 / 0.106), the isotropic
+control against its derived E[L_T] / L_0, and a 2-process
 jax.distributed run on 127.0.0.1.
 """
 
@@ -341,21 +342,40 @@ def test_round_vmapped_over_learning_rates_equals_separate_runs(fast_compile):
 
 
 # ---------------------------------------------------------------------------
-# Spec E.B: power-law quadratic, eps = 1e-3, dimension sweep.
+# Spec E.B: power-law quadratic, eps = 1e-3, dimension sweep; and the
+# isotropic control (B.5 item 3).
 # ---------------------------------------------------------------------------
 
 
+def power_law(d: int) -> jax.Array:
+  """lambda_i = i^-1.5: intrinsic dimension sum(lambda) / max ~ zeta(1.5) ~ 2.6."""
+  return jnp.arange(1, d + 1, dtype=jnp.float32) ** -1.5
+
+
+def isotropic(d: int) -> jax.Array:
+  """lambda_i = 1: intrinsic dimension d."""
+  return jnp.ones(d, jnp.float32)
+
+
 @functools.cache
-def _quadratic_ratio(d: int, method_name: str) -> float:
-  lam = jnp.arange(1, d + 1, dtype=jnp.float32) ** -1.5  # intrinsic dim ~2.6
+def _quadratic_ratio(
+  d: int, method_name: str, eigenvalues=power_law, learning_rate=None
+) -> float:
+  """L_T / L_0 after 500 rounds on 0.5 sum_i lambda_i (x_i - 1)^2 from x = 0.
+
+  `eigenvalues(d)` gives lambda; `learning_rate` (None: the method's power-law
+  lr of spec B.5) the server lr.
+  """
+  lam = eigenvalues(d)
   loss = lambda x, target: 0.5 * jnp.sum(lam * (x - target) ** 2)
+  lr = lambda default: default if learning_rate is None else learning_rate
   methods = {
-    "sadl": lambda: sadl.sadl(dim=d, sketch_size=256, learning_rate=1e-2),
+    "sadl": lambda: sadl.sadl(dim=d, sketch_size=256, learning_rate=lr(1e-2)),
     "fetchsgd": lambda: sadl.fetchsgd(
-      jax.random.key(1), dim=d, sketch_size=256, learning_rate=0.3
+      jax.random.key(1), dim=d, sketch_size=256, learning_rate=lr(0.3)
     ),
     "sketched_sgd": lambda: sadl.sketched_sgd(
-      dim=d, sketch_size=256, learning_rate=0.3
+      dim=d, sketch_size=256, learning_rate=lr(0.3)
     ),
   }
   method = methods[method_name]()
@@ -391,6 +411,30 @@ def test_baselines_decrease_power_law_quadratic():
   # Spec B.5 measured sketched SGD (lr 0.3) at 0.092 for d = 2^12.
   assert _quadratic_ratio(2**12, "sketched_sgd") < 0.13
   assert _quadratic_ratio(2**12, "fetchsgd") < 0.3
+
+
+def test_isotropic_control_brings_back_the_dimension():
+  """Spec E.B / B.5 item 3: with I = d, sketched SGD at lr 0.03 and b = 256
+  converges at d = 2^12 (L_T / L_0 < 1e-3) and diverges or fails at 2^14.
+
+  Derived (ours): for the SRHT with rows drawn with replacement, E||R^T R g||^2
+  = ||g||^2 (1 + (d - 1) / b), so on the isotropic quadratic E[L_{t+1}] =
+  c L_t with c = 1 - 2 lr + lr^2 (1 + (d - 1) / b), and E[L_T] / L_0 = c^T:
+  1.2e-10 at d = 2^12, 0.47 at 2^14 (c = 0.9985). It diverges only past
+  (d - 1) / b > 2 / lr - 1, i.e. d > 16,800 at b = 256: at 2^14 it fails
+  (measured 0.48), it does not diverge.
+  """
+  lr, b, rounds = 0.03, 256, 500
+  for d in (2**12, 2**14):
+    measured = _quadratic_ratio(
+      d, "sketched_sgd", eigenvalues=isotropic, learning_rate=lr
+    )
+    expected = (1 - 2 * lr + lr**2 * (1 + (d - 1) / b)) ** rounds
+    assert abs(np.log(measured / expected)) < np.log(2.0), (d, measured)
+    if d == 2**12:
+      assert measured < 1e-3, measured
+    else:
+      assert not measured < 1e-3, measured
 
 
 # ---------------------------------------------------------------------------
