@@ -50,6 +50,13 @@ def test_base_fit_reproduces_the_losses_then_the_efficiencies():
   law, objective = sl.fit_base(n, d, _direct(n, d))
   assert objective < 1e-8
   np.testing.assert_allclose(sl.loss(law, n, d), _direct(n, d), rtol=1e-4)
+  # The 4 x 4 grid identifies the law (test_identifiability_...): the planted
+  # parameters come back, not merely some law through the same losses.
+  v = law.values()
+  assert v["alpha"] == pytest.approx(PAPER["alpha"], rel=1e-3)
+  assert v["beta"] == pytest.approx(PAPER["beta"], rel=1e-3)
+  for k in ("a", "b", "e"):
+    assert v[k.upper()] == pytest.approx(PAPER[k], rel=1e-2), k
   eff_n, eff_d = sl.fit_efficiency(law, n, d, _direct(n, d, EFF_N, EFF_D))
   assert eff_n == pytest.approx(EFF_N, abs=1e-2)
   assert eff_d == pytest.approx(EFF_D, abs=1e-2)
@@ -130,15 +137,42 @@ def test_log_band_holds_its_point_when_the_bootstrap_is_biased():
 
 
 def test_constrained_coordinates_stay_physical():
+  # alpha, beta, A, B, E > 0 hold by construction (exp); gamma's squashing
+  # is what can leave its range, or fail to reach across it.
   thetas = jax.random.normal(jax.random.key(0), (256, 6)) * 30.0
   for gamma_range in ((0.1, 1.0), sl.PAPER_GAMMA_RANGE):
     law = jax.vmap(sl._law, in_axes=(0, None))(thetas, gamma_range)
-    alpha, beta, gamma = (
-      np.asarray(v) for v in (law.alpha, law.beta, law.gamma)
-    )
-    assert np.all(alpha >= 0) and np.all(beta >= 0)
-    assert np.all(np.exp(np.asarray(law.log_e, np.float64)) >= 0)
+    gamma = np.asarray(law.gamma)
     assert np.all((gamma >= gamma_range[0]) & (gamma <= gamma_range[1]))
+    lo, hi = gamma_range
+    assert np.ptp(gamma) >= 0.9 * (hi - lo)
+
+
+def test_fit_and_identifiability_coordinates_round_trip():
+  # The fit's theta and identifiability's phi = (log A, log alpha, log B,
+  # log beta, log E[, log gamma]) name one law: theta -> Law -> phi gives
+  # theta's first five back, phi -> Law gives the same Law, and values() /
+  # from_values() invert each other (theta within float32's exp range).
+  thetas = jax.random.normal(jax.random.key(1), (64, 6)) * 3.0
+  for gamma_range in ((0.1, 1.0), sl.PAPER_GAMMA_RANGE):
+    free = gamma_range[1] > gamma_range[0]
+    law = jax.vmap(sl._law, in_axes=(0, None))(thetas, gamma_range)
+    phi = jax.vmap(sl._log_params, in_axes=(0, None))(law, free)
+    assert phi.shape == (64, 6 if free else 5)
+    np.testing.assert_allclose(phi[:, :5], thetas[:, :5], rtol=1e-5, atol=1e-5)
+    back = jax.vmap(sl._law_from_log_params)(phi, law.gamma)
+    for name, got, want in zip(sl.Law._fields, back, law):
+      np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
+    for i in range(3):
+      one = sl.Law(*(field[i] for field in law))
+      v = one.values()
+      again = sl.Law.from_values(
+        v["A"], v["alpha"], v["B"], v["beta"], v["E"], v["gamma"]
+      )
+      for name, got, want in zip(sl.Law._fields, again, one):
+        np.testing.assert_allclose(
+          got, want, rtol=1e-5, atol=1e-6, err_msg=name
+        )
 
 
 def test_free_gamma_fit_stays_in_its_range():
