@@ -4,6 +4,15 @@ Each mixes the last axis like CDLinear, so a flow can swap them at equal depth
 (the paper's App. A comparison). Glow's invertible 1x1 convolution is
 `DenseLinear` / `LULinear` with event_ndims=3.
 
+On CPU with jaxlib 0.10, do not vmap several dense or LU flows (seeds, a
+sweep): their init's QR and their LU factorisations become batched LAPACK
+calls, and those of independent flow steps wait on each other's tasks in
+XLA's thread pool until it hangs (at once on a 2-core machine; fixed in
+jaxlib 0.11). Step them with `jax.lax.map`, or
+`lib.train.run_sweep(..., vectorize=False)` as experiments/cdflow_density.py
+does. (`lib.core.linalg`'s sequential kernels are no way round here: they
+have no reverse-mode derivative.)
+
 References:
   Feng & Liao, "CDFlow", NeurIPS 2025 (arXiv:2510.25323), App. A and Sec. 4.4;
   Kingma & Dhariwal, "Glow", NeurIPS 2018 (dense and LU 1x1 convolutions).
