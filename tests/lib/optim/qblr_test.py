@@ -230,7 +230,12 @@ def test_trajectory_invariance_across_representatives():
   assert float(jnp.max(jnp.abs(a[2][1] - b[2][1]))) <= 1e-9
 
 
-def test_mle_reached_in_250_iterations_at_beta_03():
+@pytest.mark.parametrize(
+  "beta, within, steps", [(0.3, 250, _STEPS), (0.1, 700, 710)]
+)
+def test_mle_reached_within_the_spec_iterations(beta, within, steps):
+  """Spec E.C: QNG at beta = 0.3 reaches l* (gap < 1e-8) within 250
+  iterations (observed 193), at beta = 0.1 within 700 (observed 579)."""
   x = _mle_data()
   xn = np.asarray(x)
   # Reference l*: scipy's own Student-t density, polished by BFGS.
@@ -251,11 +256,13 @@ def test_mle_reached_in_250_iterations_at_beta_03():
     atol=2e-4,
   )
   lam0 = qblr.natural_from_student_t(jnp.array([0.0, 1.0, 10.0]), kappa=1.0)
-  _, state, (lls, xis, _) = _run(x, lam0, beta=0.3)
+  _, state, (lls, xis, _) = _run(x, lam0, beta=beta, steps=steps)
   gap = np.abs(np.asarray(lls) - l_star)
-  assert gap[249] < 1e-8 and np.all(gap[250:] < 1e-8)
-  assert gap[100] > 1e-8  # not trivially converged
-  np.testing.assert_allclose(xis[-1], [1.0168, 3.9104, 2.9084], atol=2e-4)
+  assert gap[within - 1] < 1e-8 and np.all(gap[within:] < 1e-8)
+  assert gap[within * 2 // 5] > 1e-8  # not trivially converged
+  # A gap of 1e-8 in l leaves ~1e-4 in the flat directions of xi.
+  xi_star = [res.x[0], np.exp(res.x[1]), np.exp(res.x[2])]
+  np.testing.assert_allclose(xis[-1], xi_star, atol=5e-4)
   qblr.check_domain(state)
 
 
