@@ -2,7 +2,9 @@
 
 Modules:
 - `views`: orthonormal Haar DWT views, integrated gradients, IG in a view
-  (IGV), overlapping-window segment IG (OSIGV), keystone-first IG (KIGV).
+  (IGV), overlapping-window segment IG (OSIGV: segment sums of IGV, or
+  the SIG-style group IG of each window, `segment_ig`), keystone-first IG
+  (KIGV).
 - `metrics`: deletion / insertion AUC, top-k robustness, localisation.
 - `refine`: cross-view refinement: keystones from the best view for KIGV,
   greedy deletion selection across the views' candidate features;
@@ -33,5 +35,9 @@ from lib.explain.views import idwt
 from lib.explain.views import integrated_gradients
 from lib.explain.views import kigv
 from lib.explain.views import osigv
+from lib.explain.views import osigv_segment_ig
+from lib.explain.views import points_from_segments
+from lib.explain.views import segment_ig
 from lib.explain.views import to_time
 from lib.explain.views import view_ig
+from lib.explain.views import window_starts

@@ -64,6 +64,7 @@ def test_bundled_ucr_files_load_when_sktime_is_installed():
     ("synthetic.length", 33, "config.synthetic.length=33 must be a multiple"),
     ("synthetic.noise", float("nan"), "config.synthetic.noise=nan"),
     ("budget_rule", "max", "config.budget_rule"),
+    ("osigv_mode", "sig", "config.osigv_mode='sig' is not one of"),
   ],
 )
 def test_config_errors_name_the_key(tmp_path, key, value, match):
