@@ -51,6 +51,7 @@ from lib.continual.learner import end_task
 from lib.continual.learner import init_learner
 from lib.continual.learner import init_theta
 from lib.continual.learner import learner_step
+from lib.continual.learner import method_id
 from lib.continual.learner import objective
 from lib.continual.learner import task_boundary
 from lib.continual.memory import BETA_CLAMPS

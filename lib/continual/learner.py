@@ -44,6 +44,7 @@ from lib.continual.memory import observed_rows
 from lib.continual.memory import select_top_beta
 from lib.continual.memory import tilde_rows
 from lib.continual.memory import update_memory
+from lib.core import errors
 
 # random_kprior_weighted (ours): the anchored random K-prior whose K points
 # each weigh N_t / K, the share of the task's N_t points it stands for (the
@@ -86,8 +87,10 @@ def objective(
   methods: `task_loss`, CE / B + K_t(theta) / N with K_t's L2 term towards 0
   (random_kprior) or theta_old (the others). B is N, or with `batch_size`
   the Split-CIFAR scripts' divisor (`data_divisor`: 1024 for a task of at
-  most 1024 points). `method` may be traced.
+  most 1024 points). `method`: a name in `METHODS` or its id, which may be
+  traced (`method_id`).
   """
+  method = method_id(method)
   n = jnp.sum(mask)
   replay = replay_loss(
     theta,
@@ -115,6 +118,43 @@ def objective(
     batch_size=batch_size,
   )
   return jnp.where(method == REPLAY, replay, kp)
+
+
+def method_id(method):
+  """`method` as an id into `METHODS`: a name ("replay", ...) maps to its
+  index, a Python or numpy int in range stays; an integer array (a traced
+  per-member id of a vmapped sweep) passes, its values checked where they
+  are concrete. ConfigError, naming the allowed names, otherwise."""
+  allowed = f"one of {METHODS} or an id in [0, {len(METHODS)})"
+  if isinstance(method, str):
+    errors.check(
+      method in METHODS,
+      errors.ConfigError,
+      f"method={method!r} is not {allowed}",
+    )
+    return METHODS.index(method)
+  if isinstance(method, (int, np.integer)) and not isinstance(method, bool):
+    errors.check(
+      0 <= method < len(METHODS),
+      errors.ConfigError,
+      f"method={int(method)} is not {allowed}",
+    )
+    return int(method)
+  dtype = getattr(method, "dtype", None)
+  errors.check(
+    dtype is not None and jnp.issubdtype(dtype, jnp.integer),
+    errors.ConfigError,
+    f"method={method!r} is not {allowed}",
+  )
+  if errors.is_concrete(method):
+    v = np.asarray(method)
+    bad = v[(v < 0) | (v >= len(METHODS))]
+    errors.check(
+      bad.size == 0,
+      errors.ConfigError,
+      f"method={bad.ravel()[:1].tolist()} is not {allowed}",
+    )
+  return method
 
 
 def _static(method) -> int | None:
@@ -174,12 +214,14 @@ def task_boundary(
   picks or (`top_beta`, the four-moons notebook) the K points of largest
   beta; `style` is the EM's (`EM_STYLES`). Padding rows of x (mask 0)
   observe nothing. A traced `method` runs
-  the EM whatever it is and selects; a Python int runs it for compact only.
+  the EM whatever it is and selects; a name or a Python int runs it for
+  compact only.
 
   Returns:
     (memory, mem_y, trace): the `Trace` of the compact memory's EM (zeros
     for a Python-int method other than compact, which runs no EM).
   """
+  method = method_id(method)
   static = _static(method)
   if top_beta and static in (None, COMPACT):
     top = select_top_beta(theta, x, picks.shape[0], mask)
@@ -266,6 +308,7 @@ def learner_step(
   """One full-batch step of `tx` on `objective`: (learner, loss, grad);
   `first`: whether this is the first task (replay's L2 term); `batch_size`
   as for `objective`."""
+  method = method_id(method)
   loss, grad = jax.value_and_grad(objective)(
     learner.theta,
     method,

@@ -5,6 +5,7 @@ random-points K-priors and the compact memory's objective and task boundary.
 """
 
 import itertools
+import re
 import warnings
 
 import jax
@@ -15,6 +16,7 @@ import pytest
 
 from lib import continual
 from lib.continual import learner as learner_lib
+from lib.core import errors
 
 
 @pytest.fixture(autouse=True)
@@ -264,3 +266,95 @@ def test_init_theta_takes_the_default_float_without_a_warning():
   np.testing.assert_array_equal(
     theta, continual.init_theta(key, d, 3, jnp.float64)
   )
+
+
+def _objective(method, first=True):
+  x, y, mask, theta, old, u, w, mem_y, _ = _problem()
+  return continual.objective(
+    theta,
+    method,
+    old,
+    continual.Memory(u, w),
+    mem_y,
+    x,
+    y,
+    mask,
+    delta=0.3,
+    first=first,
+  )
+
+
+def test_a_method_name_runs_the_method_of_its_id():
+  # A name once compared unequal to every id and ran a K-prior for replay.
+  for i, name in enumerate(continual.METHODS):
+    assert _objective(name) == _objective(i)
+    assert continual.method_id(name) == i
+  assert _objective("replay") != _objective(learner_lib.RANDOM_KPRIOR)
+  x, y, mask, theta, *_ = _problem(6)
+  tx = optax.sgd(0.1)
+  start = continual.init_learner(jnp.asarray(theta), tx, 4)
+  by_name = continual.learner_step(start, tx, x, y, mask, "replay", 0.3, True)
+  by_id = continual.learner_step(
+    start, tx, x, y, mask, learner_lib.REPLAY, 0.3, True
+  )
+  np.testing.assert_array_equal(by_name[0].theta, by_id[0].theta)
+  assert by_name[1] == by_id[1]
+
+
+def test_task_boundary_takes_a_method_name():
+  x, y, mask, theta, *_ = _problem(5, d=4)
+  mem = continual.Memory(np.zeros((6, 4)), np.zeros(6))
+  kw = dict(iters=2, noise=1e-3, eps=1e-4, jitter=1e-6, clamp="memory")
+  kw.update(slot=3, top_beta=False)
+  args = (mem, np.zeros(6, np.int32), x, y, mask, np.array([3, 7, 0]))
+  args += (np.array([1.0, 1.0, 0.0]),)
+  for name in ("compact", "random_kprior_weighted"):
+    got = continual.task_boundary(theta, name, *args, **kw)
+    want = continual.task_boundary(
+      theta, continual.METHODS.index(name), *args, **kw
+    )
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+      np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+  "method, fragment",
+  [
+    ("nonsense", "method='nonsense'"),
+    ("Replay", "method='Replay'"),
+    (5, "method=5"),
+    (-1, "method=-1"),
+    (np.int32(7), "method=7"),
+    (jnp.array([0, 9]), "method=[9]"),
+    (1.0, "method=1.0"),
+  ],
+)
+def test_an_unknown_method_raises(method, fragment):
+  x, y, mask, theta, *_ = _problem(6)
+  tx = optax.sgd(0.1)
+  start = continual.init_learner(jnp.asarray(theta), tx, 4)
+  with pytest.raises(errors.ConfigError, match=re.escape(fragment)) as e:
+    _objective(method)
+  assert "'compact'" in str(e.value)  # names what is allowed
+  with pytest.raises(errors.ConfigError, match=re.escape(fragment)):
+    continual.learner_step(start, tx, x, y, mask, method, 0.3, True)
+  mem = continual.Memory(np.zeros((6, 4)), np.zeros(6))
+  with pytest.raises(errors.ConfigError, match=re.escape(fragment)):
+    continual.task_boundary(
+      theta,
+      method,
+      mem,
+      np.zeros(6, np.int32),
+      x,
+      y,
+      mask,
+      np.array([0, 1]),
+      np.ones(2),
+      slot=0,
+      top_beta=False,
+      iters=1,
+      noise=1e-3,
+      eps=1e-4,
+      jitter=1e-6,
+      clamp="probs",
+    )
