@@ -74,8 +74,14 @@ def check_beta(beta) -> None:
   )
 
 
-def check_pairs(w, g, y_w, y_l) -> None:
-  """One-line errors for a head/embedding mismatch or y_w == y_l (host side)."""
+def check_pairs(w, g, y_w, y_l, mask=None) -> None:
+  """One-line errors for a head/embedding mismatch, token ids outside
+  [0, vocab) (their log-probabilities would be a silent NaN) or y_w == y_l.
+
+  The shapes are always checked; the ids where y_w and y_l are concrete
+  (`errors.is_concrete`: not inside jit or vmap). Rows with `mask` 0
+  (padding) may repeat a token; a traced mask skips that check.
+  """
   errors.check(
     np.ndim(w) == 2,
     errors.ShapeError,
@@ -87,21 +93,30 @@ def check_pairs(w, g, y_w, y_l) -> None:
     f"embedding width {np.shape(g)[-1]} does not match the head's width "
     f"{np.shape(w)[1]} (W is {np.shape(w)})",
   )
+  if not (errors.is_concrete(y_w) and errors.is_concrete(y_l)):
+    return
   y_w, y_l = np.asarray(y_w), np.asarray(y_l)
-  same = int(np.sum(y_w == y_l))
+  same_rows = y_w == y_l
+  if mask is not None:
+    if not errors.is_concrete(mask):
+      same_rows = np.zeros_like(same_rows)
+    else:
+      same_rows = same_rows & (np.asarray(mask) != 0)
+  same = int(np.sum(same_rows))
   errors.check(
     same == 0,
     errors.ShapeError,
     f"{same} preference pair(s) have the same preferred and rejected token "
-    f"(first at index {int(np.argmax(y_w == y_l)) if same else -1})",
+    f"(first at index {int(np.argmax(same_rows)) if same else -1})",
   )
   vocab = np.shape(w)[0]
   bad = (y_w < 0) | (y_w >= vocab) | (y_l < 0) | (y_l >= vocab)
-  errors.check(
-    not bool(np.any(bad)),
-    errors.ShapeError,
-    f"token ids must lie in [0, {vocab}); {int(np.sum(bad))} pair(s) do not",
-  )
+  if np.any(bad):
+    i = int(np.argmax(bad))
+    raise errors.ShapeError(
+      f"token ids must lie in [0, {vocab}); {int(np.sum(bad))} pair(s) do "
+      f"not (first: y_w[{i}]={y_w[i].item()}, y_l[{i}]={y_l[i].item()})"
+    )
 
 
 def token_logprobs(w, g, y):
@@ -111,7 +126,17 @@ def token_logprobs(w, g, y):
 
 
 def margins(w, w_ref, g, y_w, y_l, beta):
-  """Reward margins r [N] of the last-layer policy, through log-softmax."""
+  """Reward margins r [N] of the last-layer policy, through log-softmax.
+
+  Raises:
+    ShapeError: a bad pair (`check_pairs`; its ids where concrete).
+  """
+  check_pairs(w, g, y_w, y_l)
+  return _margins(w, w_ref, g, y_w, y_l, beta)
+
+
+def _margins(w, w_ref, g, y_w, y_l, beta):
+  """`margins` without the checks (its callers check, with their mask)."""
   h = log_ratio_difference(
     token_logprobs(w, g, y_w),
     token_logprobs(w, g, y_l),
@@ -122,7 +147,12 @@ def margins(w, w_ref, g, y_w, y_l, beta):
 
 
 def closed_form_margins(w, w_ref, g, y_w, y_l, beta):
-  """beta (e_w - e_l)^T (W - W_ref) g: the margin identity (single token)."""
+  """beta (e_w - e_l)^T (W - W_ref) g: the margin identity (single token).
+
+  Raises:
+    ShapeError: a bad pair (`check_pairs`; its ids where concrete).
+  """
+  check_pairs(w, g, y_w, y_l)
   dw = w - w_ref
   return beta * jnp.sum((dw[y_w] - dw[y_l]) * g, axis=-1)
 
@@ -165,8 +195,13 @@ def mean_loss(r, beta, kind: str = "dpo", mask=None):
 
 
 def loss(w, w_ref, g, y_w, y_l, beta, kind: str = "dpo", mask=None):
-  """Mean preference loss over the pairs (mask: weights, e.g. padding 0/1)."""
-  return mean_loss(margins(w, w_ref, g, y_w, y_l, beta), beta, kind, mask)
+  """Mean preference loss over the pairs (mask: weights, e.g. padding 0/1).
+
+  Raises:
+    ShapeError: a bad pair (`check_pairs`; its ids where concrete).
+  """
+  check_pairs(w, g, y_w, y_l, mask)
+  return mean_loss(_margins(w, w_ref, g, y_w, y_l, beta), beta, kind, mask)
 
 
 def gd_margin_update(r, g, y_w, y_l, beta, lr, vocab: int):
@@ -192,7 +227,18 @@ def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
   gives r = 0, never > 0: accuracy 0, as `reward_accuracy` counts it.
   `noise` may be traced (a jitted or vmapped argument). Phi is evaluated in
   at least float32 (jax's ndtr takes no bfloat16/float16).
+
+  Raises:
+    ConfigError: a concrete noise that is not a number >= 0.
+    ShapeError: a bad pair (`check_pairs`; its ids where concrete).
   """
+  check_pairs(w, mean, y_w, y_l)
+  errors.check(
+    np.ndim(noise) == 0
+    and (not errors.is_concrete(noise) or float(noise) >= 0),
+    errors.ConfigError,
+    f"noise must be a number >= 0 (a standard deviation), got {noise!r}",
+  )
   ndtr32 = lambda z: ndtr(z.astype(dtypes.compute_dtype(z.dtype)))
   dw = w - w_ref
   delta = dw[y_w] - dw[y_l]
@@ -212,7 +258,8 @@ def population_accuracy(w, w_ref, mean, y_w, y_l, noise: float):
 
 def reward_accuracy(w, w_ref, g, y_w, y_l, beta, mask=None):
   """Fraction of pairs with a positive margin (the paper's 0-1 criterion)."""
-  right = (margins(w, w_ref, g, y_w, y_l, beta) > 0).astype(g.dtype)
+  check_pairs(w, g, y_w, y_l, mask)
+  right = (_margins(w, w_ref, g, y_w, y_l, beta) > 0).astype(g.dtype)
   if mask is None:
     return jnp.mean(right)
   return jnp.sum(mask * right) / jnp.maximum(jnp.sum(mask), 1.0)

@@ -7,10 +7,34 @@ objectives (lib.continual) reduce it as they need.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from lib.core import errors
+
+
+def check_labels(labels, vocab: int) -> None:
+  """ShapeError unless every label lies in [0, vocab), the logits' last axis
+  (out of range, the gather gives a silent NaN). Runs on concrete labels
+  only (`errors.is_concrete`); a traced label is not checked."""
+  if not errors.is_concrete(labels):
+    return
+  v = np.asarray(labels)
+  bad = (v < 0) | (v >= vocab)
+  if np.any(bad):
+    i = [int(j) for j in np.unravel_index(int(np.argmax(bad)), v.shape)]
+    raise errors.ShapeError(
+      f"labels must lie in [0, {vocab}) (the logits' last axis, V={vocab}); "
+      f"labels{i} = {v[tuple(i)].item()!r} ({int(bad.sum())} such entries)"
+    )
 
 
 def token_nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
-  """-log softmax(logits)[label] per position: logits [..., V], labels [...]."""
+  """-log softmax(logits)[label] per position: logits [..., V], labels [...].
+
+  Raises:
+    ShapeError: a concrete label outside [0, V) (`check_labels`).
+  """
+  check_labels(labels, np.shape(logits)[-1])
   logp = jax.nn.log_softmax(logits, axis=-1)
   return -jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
 

@@ -294,3 +294,46 @@ def test_population_accuracy_of_a_bfloat16_head():
   y_w, y_l = jnp.array([0]), jnp.array([1])
   acc = alignment.population_accuracy(w, 0 * w, mean, y_w, y_l, 0.5)
   np.testing.assert_allclose(acc, [0.8413447460685429], rtol=1e-6)  # Phi(1)
+
+
+@pytest.mark.parametrize(
+  "fn", ["margins", "closed_form_margins", "loss", "reward_accuracy"]
+)
+@pytest.mark.parametrize("bad, which", [(5, "y_w"), (-1, "y_l")])
+def test_out_of_range_token_ids_raise_where_concrete(fn, bad, which):
+  # log_softmax gathered at id 5 of a 5-token head gave a silent NaN.
+  with jax.enable_x64(True):
+    w, w_ref, g, y_w, y_l = _problem(jax.random.key(20))
+    y = {"y_w": np.array(y_w), "y_l": np.array(y_l)}  # writable copies
+    y[which][3] = bad
+    y["y_w" if which == "y_l" else "y_l"][3] = 2  # not equal to bad
+    f = getattr(alignment, fn)
+    with pytest.raises(errors.ShapeError, match=r"lie in \[0, 5\)") as e:
+      f(w, w_ref, g, y["y_w"], y["y_l"], 0.5)
+    assert f"{which}[3]={bad}" in str(e.value)
+    # Traced ids are not checked (jit stays pure); in-range ids still run.
+    jitted = jax.jit(f)(w, w_ref, g, y_w, y_l, 0.5)
+    np.testing.assert_allclose(jitted, f(w, w_ref, g, y_w, y_l, 0.5))
+
+
+def test_masked_padding_rows_may_repeat_a_token():
+  with jax.enable_x64(True):
+    w, w_ref, g, y_w, y_l = _problem(jax.random.key(21))
+    pad_g = jnp.concatenate([g, jnp.ones((3, g.shape[1]))])
+    pad_w = jnp.concatenate([y_w, jnp.zeros(3, y_w.dtype)])
+    pad_l = jnp.concatenate([y_l, jnp.zeros(3, y_l.dtype)])
+    mask = jnp.concatenate([jnp.ones(len(y_w)), jnp.zeros(3)])
+    got = alignment.loss(w, w_ref, pad_g, pad_w, pad_l, 0.5, "dpo", mask)
+    want = alignment.loss(w, w_ref, g, y_w, y_l, 0.5)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(errors.ShapeError, match="first at index 12"):
+      alignment.loss(w, w_ref, pad_g, pad_w, pad_l, 0.5)
+
+
+@pytest.mark.parametrize("noise", [-0.5, float("nan")])
+def test_population_accuracy_refuses_a_negative_noise(noise):
+  w = jnp.array([[1.0, 0.0], [0.0, 0.0]])
+  mean = jnp.array([[0.5, 3.0]])
+  y_w, y_l = jnp.array([0]), jnp.array([1])
+  with pytest.raises(errors.ConfigError, match="noise must be a number >= 0"):
+    alignment.population_accuracy(w, 0 * w, mean, y_w, y_l, noise)

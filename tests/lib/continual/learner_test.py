@@ -358,3 +358,14 @@ def test_an_unknown_method_raises(method, fragment):
       jitter=1e-6,
       clamp="probs",
     )
+
+
+@pytest.mark.parametrize("classes, bad", [(3, 3), (3, -1), (1, 2)])
+def test_cross_entropy_of_a_label_out_of_range_raises(classes, bad):
+  # A label >= C (2 for the binary model) gave a silent NaN loss.
+  x, y, mask, *_ = _problem(7)
+  theta = np.ones((x.shape[1], classes))
+  y = np.minimum(y, 1)
+  y[2] = bad
+  with pytest.raises(errors.ShapeError, match=f"labels\\[2\\] = {bad}"):
+    continual.cross_entropy_sum(theta, x, y, mask)
