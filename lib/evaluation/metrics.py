@@ -52,8 +52,15 @@ def weighted_auc(p, y, w, presorted: bool = False, ties=None):
 
   presorted: p is already ascending (skips the sort; for many weightings of
   one score vector, sort once). ties: `tie_bounds(p)` of presorted scores,
-  computed once for many weightings.
+  computed once for many weightings. Scores are ranked only: any finite
+  real (a logit too); integer scores are cast to float32 (`_as_scores`).
+
+  Raises (on concrete input; traced input is not checked):
+    NonFiniteError: a NaN or infinite score or weight.
+    ConfigError: a label other than 0 or 1, a negative weight.
   """
+  _check_concrete(p, y, w, probabilities=False)
+  p = _as_scores(p)
   y = y.astype(p.dtype)
   if presorted:
     ps, ys, ws = p, y, w
@@ -76,8 +83,16 @@ def group_metrics(
 
   log_loss (nats), auc, label_rate, recall / specificity / precision at
   `threshold`, and net benefit NB = TPR p - FPR (1 - p) t / (1 - t), with p
-  the (weighted) label rate and t the threshold.
+  the (weighted) label rate and t the threshold. Integer scores (hard 0/1
+  predictions) are cast to float32 (`_as_scores`), as float scores.
+
+  Raises (on concrete input; traced input is not checked):
+    NonFiniteError: a NaN or infinite score or weight.
+    ConfigError: a score outside [0, 1] (a logit), a label other than 0 or
+      1, a negative weight.
   """
+  _check_concrete(p, y, w)
+  p = _as_scores(p)
   w = jnp.ones_like(p) if w is None else w
   y = y.astype(p.dtype)
   eps = 1e-12
@@ -321,6 +336,72 @@ def bootstrap(
   return out
 
 
+def _check_scores(p, probabilities: bool = True) -> None:
+  """NonFiniteError for a NaN or infinite score; with `probabilities`,
+  ConfigError for one outside [0, 1] (logits)."""
+  p = np.asarray(p)
+  errors.check(
+    bool(np.all(np.isfinite(p))),
+    errors.NonFiniteError,
+    f"{int(np.sum(~np.isfinite(p)))} scores are not finite",
+  )
+  if not probabilities:
+    return
+  outside = (p < 0) | (p > 1)
+  errors.check(
+    not bool(np.any(outside)),
+    errors.ConfigError,
+    f"{int(np.sum(outside))} scores are not probabilities in [0, 1] (first: "
+    f"{p[outside][0] if outside.any() else None}); logits? pass "
+    "1 / (1 + exp(-logit))",
+  )
+
+
+def _check_labels(y) -> None:
+  """ConfigError for a label other than 0 or 1."""
+  y = np.asarray(y)
+  binary = (y == 0) | (y == 1)
+  errors.check(
+    bool(np.all(binary)),
+    errors.ConfigError,
+    f"{int(np.sum(~binary))} labels are not 0 or 1 (first: "
+    f"{y[~binary][0] if (~binary).any() else None})",
+  )
+
+
+def _check_weights(w) -> None:
+  """NonFiniteError / ConfigError for a NaN, infinite or negative weight."""
+  w = np.asarray(w)
+  errors.check(
+    bool(np.all(np.isfinite(w))),
+    errors.NonFiniteError,
+    f"{int(np.sum(~np.isfinite(w)))} weights are NaN or infinite",
+  )
+  errors.check(
+    bool(np.all(w >= 0)),
+    errors.ConfigError,
+    f"{int(np.sum(w < 0))} weights are negative",
+  )
+
+
+def _check_concrete(p=None, y=None, w=None, probabilities=True) -> None:
+  """The value checks of the arguments that are concrete (not traced)."""
+  if p is not None and errors.is_concrete(p):
+    _check_scores(p, probabilities)
+  if y is not None and errors.is_concrete(y):
+    _check_labels(y)
+  if w is not None and errors.is_concrete(w):
+    _check_weights(w)
+
+
+def _as_scores(p):
+  """Scores in the dtype metrics are computed in: at least float32
+  (`dtypes.compute_dtype`), so that integer 0/1 predictions are clipped
+  into (0, 1) and weigh as floats."""
+  p = jnp.asarray(p)
+  return p.astype(dtypes.compute_dtype(p.dtype))
+
+
 def check_inputs(p, y, a, w=None) -> None:
   """One-line errors for input a disaggregated evaluation cannot use."""
   p, y, a = np.asarray(p), np.asarray(y), np.asarray(a)
@@ -330,26 +411,8 @@ def check_inputs(p, y, a, w=None) -> None:
     f"scores, labels and groups must be 1-D of one length, got {p.shape}, "
     f"{y.shape}, {a.shape}",
   )
-  errors.check(
-    bool(np.all(np.isfinite(p))),
-    errors.NonFiniteError,
-    f"{int(np.sum(~np.isfinite(p)))} scores are not finite",
-  )
-  outside = (p < 0) | (p > 1)
-  errors.check(
-    not bool(np.any(outside)),
-    errors.ConfigError,
-    f"{int(np.sum(outside))} scores are not probabilities in [0, 1] (first: "
-    f"{p[outside][0] if outside.any() else None}); logits? pass "
-    "1 / (1 + exp(-logit))",
-  )
-  binary = (y == 0) | (y == 1)
-  errors.check(
-    bool(np.all(binary)),
-    errors.ConfigError,
-    f"{int(np.sum(~binary))} labels are not 0 or 1 (first: "
-    f"{y[~binary][0] if (~binary).any() else None})",
-  )
+  _check_scores(p)
+  _check_labels(y)
   for g in np.unique(a):
     classes = np.unique(y[a == g])
     errors.check(
@@ -359,14 +422,4 @@ def check_inputs(p, y, a, w=None) -> None:
       f"specificity and AUC are undefined for it",
     )
   if w is not None:
-    w = np.asarray(w)
-    errors.check(
-      bool(np.all(np.isfinite(w))),
-      errors.NonFiniteError,
-      f"{int(np.sum(~np.isfinite(w)))} weights are NaN or infinite",
-    )
-    errors.check(
-      bool(np.all(w >= 0)),
-      errors.ConfigError,
-      f"{int(np.sum(w < 0))} weights are negative",
-    )
+    _check_weights(w)

@@ -395,3 +395,65 @@ def test_log_loss_of_hard_scores_is_not_nan():
     )
     == np.inf
   )
+
+
+def test_integer_predictions_give_the_metrics_of_the_same_floats():
+  # clip(int p, 1e-12, 1 - 1e-12) left 0/1 as they were: a log-loss of inf.
+  y = jnp.array([1, 0, 1, 1, 0, 0])
+  hard = jnp.array([1, 0, 0, 1, 0, 0])  # one miss: a positive scored 0
+  w = jnp.array([1.0, 2.0, 1.0, 0.5, 1.0, 3.0])
+  got = ev.group_metrics(hard, y, w)
+  want = ev.group_metrics(hard.astype(jnp.float32), y, w)
+  for k in ev.METRICS:
+    np.testing.assert_allclose(got[k], want[k], rtol=1e-6, err_msg=k)
+  # The miss (weight 1) costs -log(1e-12), the hits ~0; total weight 8.5.
+  # (A negative scored 1 costs inf in float32 too: 1 - 1e-12 rounds to 1.)
+  np.testing.assert_allclose(got["log_loss"], -np.log(1e-12) / 8.5, 1e-5)
+  np.testing.assert_allclose(
+    ev.weighted_auc(hard, y, w), ev.weighted_auc(hard * 1.0, y, w), rtol=1e-6
+  )
+
+
+@pytest.mark.parametrize(
+  "case, error, match",
+  [
+    ("nan_score", errors.NonFiniteError, "1 scores are not finite"),
+    ("logits", errors.ConfigError, "scores are not probabilities"),
+    ("labels_1_2", errors.ConfigError, r"labels are not 0 or 1 \(first: 2\)"),
+    ("negative_weight", errors.ConfigError, "1 weights are negative"),
+  ],
+)
+def test_group_metrics_refuse_bad_concrete_input(case, error, match):
+  # A NaN score sorted last and gave a finite, wrong AUC; logits a log-loss
+  # of clipped numbers.
+  p = np.array([0.2, 0.8, 0.3, 0.7, 0.6, 0.4], np.float32)
+  y = np.array([0, 1, 0, 1, 1, 0])
+  w = np.ones(6, np.float32)
+  if case == "nan_score":
+    p[2] = np.nan
+  elif case == "logits":
+    p = np.log(p / (1 - p))
+  elif case == "labels_1_2":
+    y = y + 1
+  else:
+    w[4] = -1.0
+  with pytest.raises(error, match=match):
+    ev.group_metrics(jnp.asarray(p), jnp.asarray(y), jnp.asarray(w))
+  if case != "logits":
+    with pytest.raises(error, match=match):
+      ev.weighted_auc(jnp.asarray(p), jnp.asarray(y), jnp.asarray(w))
+
+
+def test_auc_ranks_logits_as_their_probabilities():
+  p = jax.random.uniform(jax.random.key(30), (50,), minval=0.05, maxval=0.95)
+  y = jax.random.bernoulli(jax.random.key(31), p).astype(jnp.int32)
+  w = jnp.ones(50)
+  logit = jnp.log(p / (1 - p))
+  np.testing.assert_allclose(
+    ev.weighted_auc(logit, y, w), ev.weighted_auc(p, y, w), rtol=1e-6
+  )
+  # Traced input is not checked: the jitted metrics still run.
+  jitted = jax.jit(ev.group_metrics)(p, y, w)
+  np.testing.assert_allclose(
+    jitted["auc"], ev.group_metrics(p, y, w)["auc"], rtol=1e-6
+  )
