@@ -16,8 +16,12 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import digamma
 from jax.scipy.special import gammaln
+
+from lib.core import dtypes
+from lib.core import errors
 
 
 def histogram_entropy(h) -> jax.Array:
@@ -49,9 +53,22 @@ def trajectory_entropies(cells) -> dict:
 def knn_entropy(x, weights=None, k: int = 4) -> jax.Array:
   """IS-weighted k-NN entropy estimate (nats) of samples x [N, d].
 
-  weights: [N] normalised importance weights (None: uniform 1/N).
+  weights: [N] normalised importance weights (None: uniform 1/N). Integer
+  or half-precision samples are taken in `dtypes.compute_dtype` (float32).
+
+  Raises:
+    ConfigError: k not in [1, N) (the k-th neighbour of a point needs k
+      other points).
   """
+  x = jnp.asarray(x)
+  x = x.astype(dtypes.compute_dtype(x.dtype))
   n, d = x.shape
+  errors.check(
+    isinstance(k, (int, np.integer)) and not isinstance(k, bool) and 1 <= k < n,
+    errors.ConfigError,
+    f"knn_entropy: k={k!r} must be an integer in [1, n) for n={n} samples "
+    "(the k-th nearest neighbour needs k other points)",
+  )
   w = jnp.full((n,), 1.0 / n, x.dtype) if weights is None else weights
   sq = jnp.sum((x[:, None] - x[None]) ** 2, axis=-1)
   # sqrt'(0) is inf: the zero self-distances (and duplicates) would give a

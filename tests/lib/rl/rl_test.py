@@ -170,3 +170,21 @@ def test_trpe_epoch_with_bfloat16_logits_stays_in_the_trust_region():
   assert logits.dtype == jnp.bfloat16
   assert int(metrics["off_iters"]) >= 1
   assert float(metrics["kl"]) <= 0.1
+
+
+def test_knn_entropy_of_integer_samples_is_that_of_the_same_floats():
+  # The uniform weights jnp.full(n, 1 / n, int) were 0: a NaN entropy.
+  r = np.random.default_rng(5)
+  cells = r.integers(0, 50, size=(200, 2))
+  cells[:, 1] += 100 * np.arange(200)  # distinct points: finite radii
+  got = rl.entropy.knn_entropy(jnp.asarray(cells), k=3)
+  want = rl.entropy.knn_entropy(jnp.asarray(cells, jnp.float32), k=3)
+  assert np.isfinite(float(got))
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("k, n", [(5, 5), (9, 5), (0, 5), (2.0, 5)])
+def test_knn_entropy_refuses_k_out_of_range(k, n):
+  x = jnp.asarray(np.random.default_rng(6).normal(size=(n, 2)))
+  with pytest.raises(errors.ConfigError, match=f"k={k!r} .* n={n} samples"):
+    rl.entropy.knn_entropy(x, k=k)
