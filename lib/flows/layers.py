@@ -30,6 +30,8 @@ class ActNorm(base.Bijector):
   Data-dependent init: on the first data batch, loc and scale are its
   per-channel mean and std, so the density direction (inverse) outputs zero
   mean and unit variance per channel. log-det = #pixels * sum(log_scale).
+  The batch needs at least 2 values per channel (batch x pixels): one row
+  has std 0, and log(0 + eps) scales the density by ~1/eps per dimension.
   """
 
   num_channels: int = 1
@@ -44,6 +46,13 @@ class ActNorm(base.Bijector):
       y, event_size=n, event_ndims=self.event_ndims, name="ActNorm"
     )
     flat = jnp.reshape(y, (-1, n))
+    if flat.shape[0] < 2:
+      raise ShapeError(
+        f"ActNorm: the data-dependent init needs at least 2 values per "
+        f"channel to estimate a std, got an init batch of shape "
+        f"{tuple(np.shape(y))} (batch size {flat.shape[0]}); pass 2 or more "
+        "rows of data"
+      )
     return {
       "loc": jnp.mean(flat, axis=0),
       "log_scale": jnp.log(jnp.std(flat, axis=0) + self.eps),

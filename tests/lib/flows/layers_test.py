@@ -227,3 +227,29 @@ def test_inverse_swaps_directions():
   np.testing.assert_array_equal(inv.forward({}, x), perm.inverse({}, x))
   np.testing.assert_array_equal(inv.inverse({}, x), perm.forward({}, x))
   assert not np.array_equal(perm.forward({}, x), x)
+
+
+@pytest.mark.parametrize("event_ndims, shape", [(1, (1, 3)), (1, (3,))])
+def test_actnorm_init_on_one_row_raises(event_ndims, shape):
+  # One row has std 0: log_scale = log(1e-6) per channel, and the flow's
+  # log-probs came out ~-1e24 without an error.
+  layer = flows.ActNorm(num_channels=3, event_ndims=event_ndims)
+  with pytest.raises(ShapeError, match=r"batch size 1\)") as e:
+    layer.init(None, jnp.ones(shape))
+  assert f"shape {shape}" in str(e.value)
+  with pytest.raises(ShapeError, match="at least 2 values per channel"):
+    flows.VectorFlow(dim=4, num_steps=1, hidden=4).init(
+      jax.random.key(0), jnp.arange(4.0)[None]
+    )
+
+
+def test_actnorm_init_on_one_image_of_several_pixels_is_fine():
+  # Per-channel statistics run over batch x pixels: one 2x2 image gives 4
+  # values per channel, and the inverse standardises them.
+  y = np.random.default_rng(1).normal(size=(1, 2, 2, 3))
+  layer = flows.ActNorm(num_channels=3, event_ndims=3)
+  p = layer.init(None, jnp.asarray(y, jnp.float32))
+  np.testing.assert_allclose(p["loc"], y.reshape(-1, 3).mean(0), rtol=1e-5)
+  np.testing.assert_allclose(
+    p["log_scale"], np.log(y.reshape(-1, 3).std(0) + 1e-6), rtol=1e-5
+  )
