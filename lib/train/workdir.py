@@ -251,8 +251,10 @@ def check_config(
   if not allow_change:
     raise errors.ConfigError(
       f"workdir {str(workdir)!r} holds a run with another config ({shown}): "
-      "use a new --workdir, or pass --config.allow_config_change=True to "
-      "resume with the new config"
+      "use a new --workdir, or resume with the new config: "
+      "--config.allow_config_change=True on the command line, or the "
+      "keyword allow_config_change=True to lib.train.fit / train / run_sweep "
+      "from Python"
     )
   logging.warning("config changed in %s (allowed): %s", workdir, shown)
   if is_main_process():

@@ -406,8 +406,11 @@ def test_config_with_a_dtype_and_a_function_is_written_and_resumed(tmp_path):
 
 def test_changed_config_is_refused_naming_the_key(tmp_path):
   _train(tmp_path, "run", num_steps=20)
-  with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3"):
+  with pytest.raises(errors.ConfigError, match=r"seed: 0 -> 3") as e:
     _train(tmp_path, "run", num_steps=20, seed=3)
+  # Both ways to allow it: the CLI flag, and fit's keyword for a notebook.
+  assert "--config.allow_config_change=True" in str(e.value)
+  assert "keyword allow_config_change=True to lib.train.fit" in str(e.value)
   # Explicitly allowed: resumes and records the change in the workdir.
   state, _ = _train(tmp_path, "run", num_steps=40, allow_change=True)
   assert int(state.step) == 40

@@ -178,8 +178,11 @@ def test_a_workdir_of_other_members_is_refused_naming_them(tmp_path):
     init_one, step_one, sweep.grid(lr=(0.1, 0.2), names=names), **kw
   )
   other = sweep.grid(lr=(0.3, 0.4), names=names)
-  with pytest.raises(errors.ConfigError, match=r"sweep\.values\.lr"):
+  with pytest.raises(errors.ConfigError, match=r"sweep\.values\.lr") as e:
     sweep.run_sweep(init_one, step_one, other, **kw)
+  assert "allow_config_change=True to lib.train.fit / train / run_sweep" in (
+    str(e.value)
+  )
   with pytest.raises(errors.ConfigError, match=r"sweep\.names"):
     sweep.run_sweep(init_one, step_one, sweep.grid(lr=(0.1, 0.2)), **kw)
   # Allowed, the change is recorded and the run goes on.
