@@ -139,6 +139,9 @@ def get_config(arg=None):
     )
   if arg.variant == "quick":
     config.quadratic.train.update(num_steps=500, checkpoint_every=500)
+    # Three round-key seeds per lr: the run-against-run rows (SADL vs the
+    # best baseline, vs Adam) get a paired t band over them (one seed: none).
+    config.quadratic.seeds = 3
     config.mlp.update(compressions=(10, 50))
     # Seeds by one rule: 2 x the most "seeds to settle" among the MLP's
     # unresolved claims in the 2026-12-05 pilot report (3 seeds: 9, 11 and
@@ -148,11 +151,11 @@ def get_config(arg=None):
     config.mlp.train.update(num_steps=300, checkpoint_every=300)
   if arg.variant == "gpu":
     # The GPU tier (issue 35): 72 paired MLP seeds and the full variant's
-    # rounds (quadratic 2000, MLP 1000); the quadratic claims are points,
-    # settled at one sketch seed. The quick run's 22 seeds left SADL >= the
-    # best baseline at 10x unresolved, needing 72 (2026-12-06, lrs chosen on
-    # validation; under the train-loss choice, SADL within 2 points of Adam
-    # needed 64, the seeds of select_train_loss).
+    # rounds (quadratic 2000, MLP 1000), quick's 3 quadratic seeds. The
+    # quick run's 22 seeds left SADL >= the best baseline at 10x
+    # unresolved, needing 72 (2026-12-06, lrs chosen on validation; under
+    # the train-loss choice, SADL within 2 points of Adam needed 64, the
+    # seeds of select_train_loss).
     quick = "quick,select_train_loss" if arg.select_train_loss else "quick"
     config = common.variant_of(get_config(quick), "gpu")
     config.quadratic.train.update(num_steps=2000, checkpoint_every=1000)

@@ -256,7 +256,8 @@ def seeds_to_settle(
 
 
 def sample_lists(results: dict, key: str) -> list:
-  """The lists at `key` ('*' = every key of that level); [] when absent."""
+  """The lists at `key` ('*' = every key of that level, last too: "a.*" is
+  every list under "a"); [] when absent."""
   head, star, tail = key.partition(".*")
   if not star:
     found = lookup(results, key)
@@ -266,7 +267,9 @@ def sample_lists(results: dict, key: str) -> list:
     return []
   out = []
   for sub in parent.values():
-    if isinstance(sub, dict):
+    if not tail:
+      out += [sub] if isinstance(sub, list) else []
+    elif isinstance(sub, dict):
       out += sample_lists(sub, tail.lstrip("."))
   return out
 

@@ -405,6 +405,14 @@ def test_seeds_needed_of_log_ratios_every_baseline_and_no_samples():
   assert row["seeds_needed"] == max(
     _expected_seeds(0.2, 0.1, 0.0), _expected_seeds(0.05, 0.1, 0.0)
   )
+  # A trailing '*': every list one level down (one per compared pair).
+  claim = _claim(check="> 0", interval=("a.lo", "a.hi"), samples="a.by_pair.*")
+  pairs = {"d64/x": _samples(0.2, 0.1, 3), "d256/x": _samples(0.05, 0.1, 3)}
+  results = {"a": {"b": 0.05, "lo": -0.2, "hi": 0.3, "by_pair": pairs}}
+  assert report.sample_lists(results, "a.by_pair.*") == list(pairs.values())
+  assert report.evaluate(claim, results)["seeds_needed"] == max(
+    _expected_seeds(0.2, 0.1, 0.0), _expected_seeds(0.05, 0.1, 0.0)
+  )
   # A band that is not a t interval over samples says why; absent samples too.
   claim = _claim(interval=("a.lo", "a.hi"), no_samples="bootstrap over rows")
   results = {"a": {"b": 0.6, "lo": 0.4, "hi": 0.9}}

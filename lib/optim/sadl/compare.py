@@ -484,6 +484,10 @@ def summarize_quadratic(quad: dict, dims) -> dict:
     adam_diverged and vs_best_baseline (SADL minus the best compressed
     baseline at each d, worst over d, with the baselines' finite fraction);
     one_sketch_vs_best_baseline the same for `sadl_one_sketch` where it ran.
+    Where the rows hold "per_seed" L_T/L_0 (one per round-key seed), the
+    run-against-run rows get their band (`_worst_band`): vs_best_baseline's
+    "lo"/"hi"/"per_seed" (SADL minus every baseline at every d, paired by
+    seed) and sadl_gap_to_adam ("point" = sadl_gap_to_adam_max).
   """
   first, last = f"d{dims[0]}", f"d{dims[-1]}"
   keys = [f"d{d}" for d in dims]
@@ -511,6 +515,9 @@ def summarize_quadratic(quad: dict, dims) -> dict:
     summary["adam_diverged"] = any(
       quad[k][UNCOMPRESSED]["diverged"] for k in keys
     )
+    summary["sadl_gap_to_adam"] = _worst_band(
+      {k: (quad[k]["sadl"], quad[k][UNCOMPRESSED]) for k in keys}
+    )
   best = {
     k: _best_of(
       quad[k], COMPRESSED_BASELINES, "loss_ratio", higher_is_better=False
@@ -537,7 +544,45 @@ def summarize_quadratic(quad: dict, dims) -> dict:
         "baselines": ran,
         "comparator_finite_fraction": float(np.mean(finite)),
       }
+      band = _worst_band(
+        {f"{k}/{n}": (quad[k][ours], quad[k][n]) for k in keys for n in ran}
+      )
+      summary[_variant_prefix(ours) + "vs_best_baseline"].update(
+        {k: band[k] for k in ("lo", "hi", "per_seed") if k in band}
+      )
   return summary
+
+
+def _worst_band(pairs: dict) -> dict:
+  """ "Ours' L_T/L_0 at most theirs in every pair" as one band.
+
+  Args:
+    pairs: label -> (our row, their row), rows with "per_seed" L_T/L_0
+      (lower is better), paired by seed.
+
+  Returns:
+    {"point", "lo", "hi", "per_seed"}: ours minus theirs, worst (largest)
+    over the pairs: `stats.against_every` of the pairs' `paired_difference`
+    t intervals (theirs minus ours), turned back to ours minus theirs; the
+    point equals the worst difference of the seed means. per_seed: label ->
+    ours minus theirs by seed. A non-finite seed or a single seed leaves
+    lo/hi NaN (no band); {} where a row has no per-seed values.
+  """
+  if not all("per_seed" in r for pair in pairs.values() for r in pair):
+    return {}
+  per, by_seed = {}, {}
+  for label, (ours, theirs) in pairs.items():
+    ours, theirs = (np.asarray(r["per_seed"], float) for r in (ours, theirs))
+    with np.errstate(invalid="ignore"):
+      per[label] = stats.paired_difference(theirs, ours)
+    by_seed[label] = (ours - theirs).tolist()
+  every = stats.against_every(per)
+  return {
+    "point": -every["point"],
+    "lo": -every["hi"],
+    "hi": -every["lo"],
+    "per_seed": by_seed,
+  }
 
 
 def _variant_prefix(ours: str) -> str:

@@ -93,6 +93,72 @@ def test_mlp_summary_holds_against_every_baseline():
   assert vs["comparator_finite_fraction"] == 0.5
 
 
+def _t_band(x):
+  x = np.asarray(x, float)
+  half = scipy_stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+  return x.mean() - half, x.mean() + half
+
+
+def test_quadratic_bands_hold_against_every_baseline_at_every_d():
+  """SADL minus each baseline at each d, paired by seed: the point is the
+  worst difference of means, hi the largest upper end of all, lo that of
+  the worst pair; the gap to Adam the same over d."""
+  rng = np.random.default_rng(0)
+
+  def row(values):
+    v = np.asarray(values, float)
+    return {
+      "loss_ratio": float(v.mean()),
+      "per_seed": v.tolist(),
+      "diverged": False,
+      "compression": 16.0,
+    }
+
+  quad, seeds = {}, 4
+  for k, shift in (("d64", 0.0), ("d256", 0.01)):
+    quad[k] = {
+      "sadl": row(0.10 + shift + 0.01 * rng.standard_normal(seeds)),
+      "sketched_sgd": row(0.09 + 0.01 * rng.standard_normal(seeds)),
+      "fetchsgd": row(0.12 + 0.01 * rng.standard_normal(seeds)),
+      "adam": row(0.01 + 0.001 * rng.standard_normal(seeds)),
+    }
+  out = compare.summarize_quadratic(quad, [64, 256])
+  vs = out["vs_best_baseline"]
+  diffs = {
+    f"{k}/{n}": np.subtract(quad[k]["sadl"]["per_seed"], quad[k][n]["per_seed"])
+    for k in quad
+    for n in ("sketched_sgd", "fetchsgd")
+  }
+  worst = max(diffs, key=lambda c: diffs[c].mean())
+  assert vs["point"] == pytest.approx(diffs[worst].mean(), abs=1e-12)
+  assert vs["lo"] == pytest.approx(_t_band(diffs[worst])[0], abs=1e-12)
+  assert vs["hi"] == pytest.approx(
+    max(_t_band(d)[1] for d in diffs.values()), abs=1e-12
+  )
+  for c, d in diffs.items():
+    np.testing.assert_allclose(vs["per_seed"][c], d, atol=1e-15)
+  gaps = {
+    k: np.subtract(quad[k]["sadl"]["per_seed"], quad[k]["adam"]["per_seed"])
+    for k in quad
+  }
+  band = out["sadl_gap_to_adam"]
+  assert out["sadl_gap_to_adam_max"] == pytest.approx(band["point"], abs=1e-12)
+  top = max(gaps, key=lambda k: gaps[k].mean())
+  assert band["lo"] == pytest.approx(_t_band(gaps[top])[0], abs=1e-12)
+  assert band["hi"] == pytest.approx(
+    max(_t_band(g)[1] for g in gaps.values()), abs=1e-12
+  )
+  # One seed: the points stay, no band.
+  for k in quad:
+    for r in quad[k].values():
+      r["per_seed"] = r["per_seed"][:1]
+      r["loss_ratio"] = r["per_seed"][0]
+  out = compare.summarize_quadratic(quad, [64, 256])
+  assert np.isfinite(out["vs_best_baseline"]["point"])
+  assert np.isnan(out["vs_best_baseline"]["lo"])
+  assert np.isnan(out["sadl_gap_to_adam"]["hi"])
+
+
 def test_quadratic_excess_loss_ratio_and_mean_target():
   d, c = 64, 8
   problem = compare.quadratic_problem(
