@@ -29,12 +29,32 @@ NUM_ACTIONS = 4
 _MOVES = np.array([[-1, 0], [1, 0], [0, -1], [0, 1]], np.int32)
 
 
+def _value_key(env) -> tuple:
+  """The fields of a frozen environment as a hashable tuple (numpy arrays by
+  shape, dtype and bytes): environments hash and compare by value, so they
+  can be static arguments of `jax.jit` (gymnax style)."""
+  out = []
+  for field in dataclasses.fields(env):
+    v = getattr(env, field.name)
+    if isinstance(v, np.ndarray | list):
+      v = np.asarray(v)
+      v = (v.shape, v.dtype.str, v.tobytes())
+    out.append(v)
+  return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Grid:
   """walls [H, W] bool (numpy), starts: one (row, col) per agent."""
 
   walls: np.ndarray
   starts: tuple
+
+  def __hash__(self):
+    return hash(_value_key(self))
+
+  def __eq__(self, other):
+    return type(other) is type(self) and _value_key(self) == _value_key(other)
 
   def __post_init__(self):
     walls = np.asarray(self.walls, bool)
@@ -131,6 +151,12 @@ class SwitchRooms:
   switch: np.ndarray
   goal: np.ndarray
   goal_reward: float = 100.0
+
+  def __hash__(self):
+    return hash(_value_key(self))
+
+  def __eq__(self, other):
+    return type(other) is type(self) and _value_key(self) == _value_key(other)
 
   @property
   def shape(self):

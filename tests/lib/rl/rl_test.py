@@ -188,3 +188,24 @@ def test_knn_entropy_refuses_k_out_of_range(k, n):
   x = jnp.asarray(np.random.default_rng(6).normal(size=(n, 2)))
   with pytest.raises(errors.ConfigError, match=f"k={k!r} .* n={n} samples"):
     rl.entropy.knn_entropy(x, k=k)
+
+
+def test_environments_are_static_jit_arguments_compared_by_value():
+  """Grid and SwitchRooms hash and compare by their walls' values, so a
+  jitted rollout takes them as static arguments (and retraces for another)."""
+  g, same, other = (
+    rl.grid.two_rooms(6),
+    rl.grid.two_rooms(6),
+    rl.grid.two_rooms(8),
+  )
+  assert g == same and hash(g) == hash(same) and g != other
+  env, env2 = rl.grid.rooms(), rl.grid.rooms()
+  assert env == env2 and hash(env) == hash(env2) and env != g
+  logits = jnp.zeros((g.num_agents, g.num_states, rl.grid.NUM_ACTIONS))
+  run = jax.jit(rl.grid.rollout, static_argnums=(0, 3))
+  key = jax.random.key(0)
+  states, _ = run(g, logits, key, 5)
+  np.testing.assert_array_equal(states, rl.grid.rollout(g, logits, key, 5)[0])
+  walls = np.asarray(g.walls).copy()
+  walls[0, 0] = True
+  assert rl.grid.Grid(walls, g.starts) != g
