@@ -43,14 +43,14 @@ def get_config(arg=None):
   # only to start the longest first in a workdir without stamps (later jobs
   # use the durations their own stamps record).
   config.expected_seconds = dict(
-    sadl=471,
+    sadl=525,  # 3 quadratic seeds (2026-12-07)
     quartet_llm=201,
     quartet_scaling=510,
     compact_memory=206,
     sfn=164,
     drag=125,
     hns_toy=104,
-    cdflow_density=165,
+    cdflow_density=180,  # 3 vector seeds, member by member (2026-12-07)
     hns_kdv=104,
     disaggregated_eval=76,
     hns_advection=69,

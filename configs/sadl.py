@@ -29,6 +29,8 @@ alone on a busy 2-core machine; 16 compiled programs; 116 CPU-s with 3
 seeds), 361 CPU-s (3:58 of wall time) since `sadl_one_sketch` joined
 both comparisons (2026-12-05), and the MLP alone 340 CPU-s (3:56) since its
 four-lr validation grids (2026-12-06; 7:51 of the main job's wall time).
+With 3 quadratic seeds (2026-12-07) the quadratic part takes 115 s of wall
+time (105 s with one: the seeds are vmapped), quick alone 331 s (513 CPU-s).
 """
 
 import ml_collections
