@@ -620,6 +620,10 @@ _NO_COUNT_KEY = {
   # Its units are the scored half's class-1 series (the burst's class): about
   # num_explain / 4, set by the labels drawn.
   "mix_localises_planted_burst",
+  # Their units are the seeds listed in `vector.seeds`, a tuple (a rerun
+  # names the seeds, not a count).
+  "cdflow_cd_close_to_dense",
+  "cdflow_mixing_matters",
 }
 
 
