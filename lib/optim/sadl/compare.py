@@ -554,7 +554,7 @@ def summarize_quadratic(quad: dict, dims) -> dict:
 
 
 def _worst_band(pairs: dict) -> dict:
-  """ "Ours' L_T/L_0 at most theirs in every pair" as one band.
+  """The claim "our L_T/L_0 is at most theirs in every pair" as one band.
 
   Args:
     pairs: label -> (our row, their row), rows with "per_seed" L_T/L_0
