@@ -317,17 +317,20 @@ def run_sweep(
   values = {k: jax.device_put(v) for k, v in settings.values.items()}
   own_batch = batch_one is not None
 
-  def vmapped_step(members, batch, key, step, values):
+  def each_member(f, *per_member):
+    """f over the members (the leading axis of every argument): one
+    batched program (vmap), or one member after the other (lax.map)."""
     if vectorize:
-      axes = (0, 0 if own_batch else None, None, None, 0)
-      return jax.vmap(step_one, in_axes=axes)(members, batch, key, step, values)
+      return jax.vmap(f)(*per_member)
+    return jax.lax.map(lambda a: f(*a), per_member)
+
+  def step_members(members, batch, key, step, values):
     if own_batch:
-      return jax.lax.map(
-        lambda a: step_one(a[0], a[1], key, step, a[2]),
-        (members, batch, values),
+      return each_member(
+        lambda m, b, v: step_one(m, b, key, step, v), members, batch, values
       )
-    return jax.lax.map(
-      lambda a: step_one(a[0], batch, key, step, a[1]), (members, values)
+    return each_member(
+      lambda m, v: step_one(m, batch, key, step, v), members, values
     )
 
   if own_batch:
@@ -338,10 +341,7 @@ def run_sweep(
       )
 
   def init_fn(key):
-    if vectorize:
-      members = jax.vmap(init_one, in_axes=(None, 0))(key, values)
-    else:
-      members = jax.lax.map(lambda v: init_one(key, v), values)
+    members = each_member(lambda v: init_one(key, v), values)
     return {
       "members": members,
       "diverged_at": jnp.full(len(settings), -1, jnp.int32),
@@ -349,7 +349,7 @@ def run_sweep(
 
   def step_fn(state, batch, key, step):
     old = state["members"]
-    new, metrics = vmapped_step(old, batch, key, step, values)
+    new, metrics = step_members(old, batch, key, step, values)
     bad = jnp.zeros(len(settings), bool)
     for k in watch:
       if k in metrics:
@@ -370,11 +370,8 @@ def run_sweep(
   if eval_one is not None:
 
     def eval_fn(state, data):
-      members = state["members"]
-      if vectorize:
-        return jax.vmap(eval_one, in_axes=(0, None, 0))(members, data, values)
-      return jax.lax.map(
-        lambda a: eval_one(a[0], data, a[1]), (members, values)
+      return each_member(
+        lambda m, v: eval_one(m, data, v), state["members"], values
       )
 
   state, rows = loop.train(
